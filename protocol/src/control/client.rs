@@ -1,0 +1,170 @@
+//! A client for the control plane's internal API, used by routers, shard
+//! nodes and the operator CLI alike.
+
+use std::time::Duration;
+
+use serde::{de::DeserializeOwned, Serialize};
+
+use super::*;
+use crate::error::{Envelope, ErrorBody};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The control plane answered with an error envelope.
+    #[error("control plane answered {status}: {}", .body.message)]
+    Api { status: u16, body: ErrorBody },
+    /// The control plane could not be reached or answered nonsense.
+    #[error("control plane unreachable: {0}")]
+    Transport(String),
+}
+
+impl ClientError {
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ClientError::Api { status, .. } => Some(*status),
+            ClientError::Transport(_) => None,
+        }
+    }
+    pub fn is_not_found(&self) -> bool {
+        self.status() == Some(404)
+    }
+}
+
+#[derive(Clone)]
+pub struct ControlPlaneClient {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl std::fmt::Debug for ControlPlaneClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControlPlaneClient").field("base", &self.base).finish_non_exhaustive()
+    }
+}
+
+impl ControlPlaneClient {
+    pub fn new(base_url: &str, token: &str) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build()
+            .expect("reqwest client builds");
+        Self { base: base_url.trim_end_matches('/').to_string(), token: token.to_string(), http }
+    }
+
+    async fn send<T: DeserializeOwned>(&self, req: reqwest::RequestBuilder) -> Result<T, ClientError> {
+        let resp = req
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .map_err(|e| ClientError::Transport(e.to_string()))?;
+        let status = resp.status().as_u16();
+        let bytes = resp.bytes().await.map_err(|e| ClientError::Transport(e.to_string()))?;
+        if (200..300).contains(&status) {
+            serde_json::from_slice(&bytes)
+                .map_err(|e| ClientError::Transport(format!("undecodable reply: {e}")))
+        } else {
+            let body = serde_json::from_slice::<Envelope>(&bytes)
+                .map(|e| e.error)
+                .unwrap_or_else(|_| ErrorBody::internal());
+            Err(ClientError::Api { status, body })
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
+        self.send(self.http.get(self.url(path))).await
+    }
+    async fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ClientError> {
+        self.send(self.http.post(self.url(path)).json(body)).await
+    }
+    async fn patch<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ClientError> {
+        self.send(self.http.patch(self.url(path)).json(body)).await
+    }
+    async fn delete<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ClientError> {
+        self.send(self.http.delete(self.url(path)).json(body)).await
+    }
+
+    pub async fn health(&self) -> Result<Ok, ClientError> {
+        self.get("/internal/health").await
+    }
+
+    // ---- for routers ----
+    pub async fn key(&self, key_id: &str) -> Result<KeyRecord, ClientError> {
+        self.get(&format!("/internal/keys/{key_id}")).await
+    }
+    pub async fn user_access(&self, user_id: &str) -> Result<UserAccess, ClientError> {
+        self.get(&format!("/internal/users/{user_id}/access")).await
+    }
+    pub async fn placement(&self, tag: &str) -> Result<Placement, ClientError> {
+        self.get(&format!("/internal/placements/{tag}")).await
+    }
+    pub async fn placements(&self, database_ids: Vec<String>) -> Result<Placements, ClientError> {
+        self.post("/internal/placements/lookup", &PlacementLookup { database_ids }).await
+    }
+    pub async fn allocate_database(&self, user_id: &str) -> Result<Allocation, ClientError> {
+        self.post("/internal/databases/allocate", &AllocateRequest { user_id: user_id.into() }).await
+    }
+    pub async fn confirm_database(&self, database_id: &str) -> Result<Ok, ClientError> {
+        self.post(&format!("/internal/databases/{database_id}/confirm"), &serde_json::json!({})).await
+    }
+    pub async fn release_database(&self, database_id: &str) -> Result<Ok, ClientError> {
+        self.post(&format!("/internal/databases/{database_id}/release"), &serde_json::json!({})).await
+    }
+
+    // ---- for the operator CLI ----
+    pub async fn create_user(&self, email: &str, name: Option<&str>) -> Result<User, ClientError> {
+        self.post("/internal/users", &CreateUser { email: email.into(), name: name.map(String::from) }).await
+    }
+    pub async fn suspend_user(&self, user_id: &str, suspended: bool) -> Result<User, ClientError> {
+        let verb = if suspended { "suspend" } else { "unsuspend" };
+        self.post(&format!("/internal/users/{user_id}/{verb}"), &serde_json::json!({})).await
+    }
+    pub async fn create_key(&self, req: &CreateKey) -> Result<CreatedKey, ClientError> {
+        self.post("/internal/keys", req).await
+    }
+    pub async fn update_key(&self, key_id: &str, req: &UpdateKey) -> Result<KeyInfo, ClientError> {
+        self.patch(&format!("/internal/keys/{key_id}"), req).await
+    }
+    pub async fn revoke_key(&self, key_id: &str) -> Result<Ok, ClientError> {
+        self.delete(&format!("/internal/keys/{key_id}"), &serde_json::json!({})).await
+    }
+    pub async fn add_member(&self, database_id: &str, user_id: &str, role: Role) -> Result<Ok, ClientError> {
+        let body = MemberChange { database_id: database_id.into(), user_id: user_id.into(), role: Some(role) };
+        self.post("/internal/members", &body).await
+    }
+    pub async fn remove_member(&self, database_id: &str, user_id: &str) -> Result<Ok, ClientError> {
+        let body = MemberChange { database_id: database_id.into(), user_id: user_id.into(), role: None };
+        self.delete("/internal/members", &body).await
+    }
+    pub async fn grant_support(&self, database_id: &str, user_id: &str) -> Result<Ok, ClientError> {
+        let body = SupportChange { database_id: database_id.into(), user_id: user_id.into() };
+        self.post("/internal/support", &body).await
+    }
+    pub async fn revoke_support(&self, database_id: &str, user_id: &str) -> Result<Ok, ClientError> {
+        let body = SupportChange { database_id: database_id.into(), user_id: user_id.into() };
+        self.delete("/internal/support", &body).await
+    }
+    pub async fn shards(&self) -> Result<ShardList, ClientError> {
+        self.get("/internal/shards").await
+    }
+    pub async fn add_shard(&self, req: &AddShard) -> Result<Shard, ClientError> {
+        self.post("/internal/shards", req).await
+    }
+    pub async fn drain_shard(&self, name: &str) -> Result<Shard, ClientError> {
+        self.post(&format!("/internal/shards/{name}/drain"), &serde_json::json!({})).await
+    }
+    pub async fn databases(&self, shard: Option<&str>) -> Result<DatabaseList, ClientError> {
+        match shard {
+            Some(s) => self.send(self.http.get(self.url("/internal/databases")).query(&[("shard", s)])).await,
+            None => self.get("/internal/databases").await,
+        }
+    }
+    pub async fn database(&self, database_id: &str) -> Result<DatabaseInfo, ClientError> {
+        self.get(&format!("/internal/databases/{database_id}")).await
+    }
+}

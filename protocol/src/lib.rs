@@ -1,0 +1,19 @@
+//! The contract between the three tiers of the cluster.
+//!
+//! * [`ids`]: public ids, their routing tags, and tag allocation.
+//! * [`error`]: the one error envelope every tier answers with.
+//! * [`principal`]: the caller identity a router signs and a shard verifies.
+//! * [`control`]: the control plane's internal API (types) and [`control::client`].
+//! * [`telemetry`]: tracing set-up shared by the three binaries.
+
+pub mod control;
+pub mod error;
+pub mod ids;
+pub mod principal;
+pub mod telemetry;
+
+/// Name the service reports on `GET /api/health`.
+pub const SERVICE_NAME: &str = "tabula";
+
+/// Header a shard uses (with status 421) to say it does not own a database.
+pub const MISPLACED_STATUS: u16 = 421;
