@@ -1,1 +1,229 @@
+//! Harness for the end-to-end suite: reads the env file a running cluster
+//! wrote (`CLUSTER_ENV_FILE`, default `.dev-cluster-test/env`, then
+//! `.dev-cluster/env`) and gives tests a client that talks to the router
+//! like any API user would. Every test makes its own users, keys and
+//! databases, so tests run in parallel in any order.
 
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use cluster_protocol::control::client::ControlPlaneClient;
+use cluster_protocol::control::{Access, CreateKey, DatabaseScope, Role};
+use rand::Rng;
+use serde_json::Value;
+
+pub struct Cluster {
+    pub router_url: String,
+    pub control_plane: ControlPlaneClient,
+    pub cluster_secret: String,
+    env: HashMap<String, String>,
+}
+
+impl Cluster {
+    pub fn var(&self, name: &str) -> Option<&str> {
+        self.env.get(name).map(String::as_str)
+    }
+}
+
+fn parse_env_file(text: &str) -> HashMap<String, String> {
+    text.lines()
+        .filter_map(|line| {
+            let line = line.trim().strip_prefix("export ").unwrap_or(line.trim());
+            let (k, v) = line.split_once('=')?;
+            let v = v.trim().trim_matches('"').trim_matches('\'');
+            Some((k.trim().to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// The running cluster. Panics with a clear message when none is up:
+/// `deploy/test` starts one before running this suite.
+pub fn cluster() -> &'static Cluster {
+    static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+    CLUSTER.get_or_init(|| {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let candidates = [
+            std::env::var("CLUSTER_ENV_FILE").ok(),
+            Some(format!("{root}/.dev-cluster-test/env")),
+            Some(format!("{root}/.dev-cluster/env")),
+        ];
+        let (path, text) = candidates
+            .into_iter()
+            .flatten()
+            .find_map(|p| std::fs::read_to_string(&p).ok().map(|t| (p, t)))
+            .expect("no cluster env file: run the suite with deploy/test (it starts a test cluster)");
+        let env = parse_env_file(&text);
+        let get = |k: &str| {
+            env.get(k).cloned().unwrap_or_else(|| panic!("{path} lacks {k}"))
+        };
+        Cluster {
+            router_url: get("ROUTER_URL"),
+            control_plane: ControlPlaneClient::new(&get("CONTROL_PLANE_URL"), &get("CONTROL_PLANE_TOKEN")),
+            cluster_secret: get("CLUSTER_SECRET"),
+            env,
+        }
+    })
+}
+
+/// A unique client address for the rate shield (sent as `x-forwarded-for`,
+/// never contacted), so parallel tests do not share a budget.
+pub fn fresh_address() -> String {
+    let mut r = rand::thread_rng();
+    format!("198.{}.{}.{}", r.gen_range(18..20), r.gen_range(0..256), r.gen_range(1..255))
+}
+
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", cluster_protocol::ids::random_token(10).to_lowercase())
+}
+
+/// A reply: status, headers and JSON body (Null when the body is not JSON).
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+    /// Asserts the error envelope with this status and code; returns the message.
+    #[track_caller]
+    pub fn expect_error(&self, status: u16, code: &str) -> String {
+        assert_eq!(self.status, status, "unexpected status, body: {}", self.body);
+        assert_eq!(self.body["error"]["code"], code, "body: {}", self.body);
+        self.body["error"]["message"].as_str().expect("message is a string").to_string()
+    }
+    #[track_caller]
+    pub fn expect_ok(&self) -> &Value {
+        assert_eq!(self.status, 200, "expected 200, body: {}", self.body);
+        &self.body
+    }
+}
+
+/// An API caller: one key, one client address.
+#[derive(Clone)]
+pub struct Api {
+    pub http: reqwest::Client,
+    pub base: String,
+    pub token: Option<String>,
+    pub address: String,
+}
+
+impl Api {
+    pub fn anonymous() -> Self {
+        Api {
+            http: reqwest::Client::new(),
+            base: cluster().router_url.clone(),
+            token: None,
+            address: fresh_address(),
+        }
+    }
+
+    pub fn with_token(token: &str) -> Self {
+        Api { token: Some(token.to_string()), ..Api::anonymous() }
+    }
+
+    pub async fn send(&self, method: reqwest::Method, path: &str, body: Option<Vec<u8>>) -> Reply {
+        let mut req = self
+            .http
+            .request(method, format!("{}{}", self.base, path))
+            .header("x-forwarded-for", &self.address);
+        if let Some(t) = &self.token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        if let Some(b) = body {
+            req = req.header("content-type", "application/json").body(b);
+        }
+        let resp = req.send().await.expect("router reachable");
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let bytes = resp.bytes().await.expect("body readable");
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Reply { status, headers, body }
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        self.send(reqwest::Method::GET, path, None).await
+    }
+    pub async fn post(&self, path: &str, body: Value) -> Reply {
+        self.send(reqwest::Method::POST, path, Some(serde_json::to_vec(&body).unwrap())).await
+    }
+    pub async fn post_raw(&self, path: &str, raw: &str) -> Reply {
+        self.send(reqwest::Method::POST, path, Some(raw.as_bytes().to_vec())).await
+    }
+    pub async fn patch(&self, path: &str, body: Value) -> Reply {
+        self.send(reqwest::Method::PATCH, path, Some(serde_json::to_vec(&body).unwrap())).await
+    }
+    pub async fn patch_raw(&self, path: &str, raw: &str) -> Reply {
+        self.send(reqwest::Method::PATCH, path, Some(raw.as_bytes().to_vec())).await
+    }
+    pub async fn delete(&self, path: &str) -> Reply {
+        self.send(reqwest::Method::DELETE, path, None).await
+    }
+
+    /// Creates a database and returns it.
+    pub async fn create_database(&self, name: &str) -> Value {
+        let r = self.post("/api/databases", serde_json::json!({ "name": name })).await;
+        r.expect_ok()["database"].clone()
+    }
+
+    /// Creates a table and returns it.
+    pub async fn create_table(&self, database_id: &str, name: &str) -> Value {
+        let r = self
+            .post(&format!("/api/databases/{database_id}/tables"), serde_json::json!({ "name": name }))
+            .await;
+        r.expect_ok()["table"].clone()
+    }
+}
+
+/// A user of the service made through the control plane, with one key.
+pub struct Person {
+    pub user_id: String,
+    pub email: String,
+    pub key_id: String,
+    pub api: Api,
+}
+
+impl Person {
+    pub async fn new() -> Self {
+        Self::with_key(Access::ReadWrite, DatabaseScope::All).await
+    }
+
+    pub async fn with_key(access: Access, databases: DatabaseScope) -> Self {
+        let cp = &cluster().control_plane;
+        let email = format!("{}@example.test", unique("user"));
+        let user = cp.create_user(&email, None).await.expect("create user");
+        let key = cp
+            .create_key(&CreateKey { user_id: user.id.clone(), name: "test".into(), access, databases })
+            .await
+            .expect("create key");
+        Person { user_id: user.id, email, key_id: key.id, api: Api::with_token(&key.token) }
+    }
+
+    /// Mints another key for the same user.
+    pub async fn another_key(&self, access: Access, databases: DatabaseScope) -> (String, Api) {
+        let key = cluster()
+            .control_plane
+            .create_key(&CreateKey { user_id: self.user_id.clone(), name: "extra".into(), access, databases })
+            .await
+            .expect("create key");
+        (key.id, Api::with_token(&key.token))
+    }
+
+    pub async fn join(&self, database_id: &str, role: Role) {
+        cluster().control_plane.add_member(database_id, &self.user_id, role).await.expect("add member");
+    }
+}
+
+/// Connects to a shard's PostgreSQL by its registered DSN.
+pub async fn shard_postgres(shard_name: &str) -> tokio_postgres::Client {
+    let shards = cluster().control_plane.shards().await.expect("list shards");
+    let shard = shards.shards.iter().find(|s| s.name == shard_name).expect("shard registered");
+    let (client, conn) = tokio_postgres::connect(&shard.postgres, tokio_postgres::NoTls)
+        .await
+        .expect("shard postgres reachable");
+    tokio::spawn(conn);
+    client
+}

@@ -1,0 +1,10 @@
+//! One test binary for the whole end-to-end suite (links once).
+
+mod auth;
+mod databases;
+mod keys;
+mod rate_limits;
+mod roles;
+mod routing;
+mod shard_direct;
+mod tables;
