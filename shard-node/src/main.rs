@@ -1,1 +1,16 @@
-fn main() {}
+use anyhow::Context;
+use shard_node::config::Config;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let _telemetry = cluster_protocol::telemetry::init("shard-node");
+    let config = Config::from_env()?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("bind {}", config.listen))?;
+    if let Err(e) = shard_node::run(config, listener).await {
+        tracing::error!(error = format!("{e:#}"), "shard node failed");
+        return Err(e);
+    }
+    Ok(())
+}

@@ -1,0 +1,261 @@
+//! Extractors that carry a permission in the database the principal names.
+//!
+//! Checks, in order: a non-member (no role, no support grant) is 404; a
+//! database this shard does not hold is 421; then a write is refused with,
+//! in this precedence, the read-only key, support-grant, viewer and
+//! owner-only messages of part C.
+
+use std::marker::PhantomData;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use cluster_protocol::control::{Access as KeyAccess, Allocation, Role};
+use cluster_protocol::error::forbidden;
+use cluster_protocol::principal::Principal;
+
+use crate::auth::Caller;
+use crate::catalog;
+use crate::error::{ApiError, ApiResult};
+use crate::state::{AppState, DbOp};
+
+/// A caller cleared for some act in `database_id`, which this shard holds.
+#[derive(Debug, Clone)]
+pub struct Access {
+    pub principal: Principal,
+    pub database_id: String,
+}
+
+impl Access {
+    pub fn user_id(&self) -> &str {
+        &self.principal.user_id
+    }
+
+    /// The database named in the path, which must be the principal's.
+    pub fn database(&self, path_id: &str) -> ApiResult<&str> {
+        if path_id == self.database_id {
+            Ok(&self.database_id)
+        } else {
+            Err(ApiError::NotFound)
+        }
+    }
+}
+
+/// An act only an owner may perform, with its refusal message.
+pub trait OwnerAct: Send + Sync + 'static {
+    const REFUSAL: &'static str;
+    /// No API key may perform the act, whatever the role (part C).
+    const REFUSED_TO_KEYS: bool;
+}
+
+pub struct DeleteTable;
+impl OwnerAct for DeleteTable {
+    const REFUSAL: &'static str = forbidden::OWNER_DELETE_TABLE;
+    const REFUSED_TO_KEYS: bool = false;
+}
+
+pub struct DeleteDatabase;
+impl OwnerAct for DeleteDatabase {
+    const REFUSAL: &'static str = forbidden::OWNER_DELETE_DATABASE;
+    const REFUSED_TO_KEYS: bool = true;
+}
+
+/// What an act requires of the caller's role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    Read,
+    Write,
+    Owner {
+        refusal: &'static str,
+        refused_to_keys: bool,
+    },
+}
+
+/// The 403 for a member whose role or key does not allow `need`.
+pub fn refusal(p: &Principal, need: Need) -> Option<&'static str> {
+    if need == Need::Read {
+        return None;
+    }
+    if p.access == KeyAccess::ReadOnly {
+        return Some(forbidden::KEY_READ_ONLY);
+    }
+    match (p.role, need) {
+        (None, _) => Some(forbidden::SUPPORT_READ_ONLY),
+        (Some(Role::Viewer), _) => Some(forbidden::VIEWER),
+        (Some(_), Need::Read | Need::Write) => None,
+        (Some(Role::Editor), Need::Owner { refusal, .. }) => Some(refusal),
+        (
+            Some(Role::Owner),
+            Need::Owner {
+                refusal,
+                refused_to_keys,
+            },
+        ) => {
+            // Every request reaching a shard was authenticated by an API key.
+            let by_key = !p.key_id.is_empty();
+            (refused_to_keys && by_key).then_some(refusal)
+        }
+    }
+}
+
+async fn authorize(parts: &mut Parts, state: &AppState, need: Need) -> ApiResult<Access> {
+    let Caller(principal) = Caller::from_request_parts(parts, state).await?;
+    let Some(database_id) = principal.database_id.clone() else {
+        return Err(ApiError::NotFound);
+    };
+    if principal.role.is_none() && !principal.support {
+        return Err(ApiError::NotFound);
+    }
+    let held = state
+        .db
+        .measured(DbOp::DatabaseHeld, async {
+            let client = state.db.client().await?;
+            Ok(catalog::databases::is_held(&client, &database_id).await?)
+        })
+        .await?;
+    if !held {
+        return Err(ApiError::Misplaced);
+    }
+    if let Some(message) = refusal(&principal, need) {
+        return Err(ApiError::Forbidden(message));
+    }
+    Ok(Access {
+        principal,
+        database_id,
+    })
+}
+
+/// Any member (or a support grant): reads.
+pub struct Reader(pub Access);
+/// Editor or owner, read-write key: writes.
+pub struct Editor(pub Access);
+/// Owner, read-write key: the owner-only act `A`.
+pub struct Owner<A: OwnerAct>(pub Access, pub PhantomData<A>);
+
+impl FromRequestParts<AppState> for Reader {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        authorize(parts, state, Need::Read).await.map(Reader)
+    }
+}
+
+impl FromRequestParts<AppState> for Editor {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        authorize(parts, state, Need::Write).await.map(Editor)
+    }
+}
+
+impl<A: OwnerAct> FromRequestParts<AppState> for Owner<A> {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        let need = Need::Owner {
+            refusal: A::REFUSAL,
+            refused_to_keys: A::REFUSED_TO_KEYS,
+        };
+        authorize(parts, state, need)
+            .await
+            .map(|a| Owner(a, PhantomData))
+    }
+}
+
+/// A caller allowed to create a database here: read-write, not narrowed,
+/// with the control plane's allocation for this shard.
+pub struct Creator {
+    pub principal: Principal,
+    pub allocation: Allocation,
+}
+
+impl FromRequestParts<AppState> for Creator {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        let Caller(principal) = Caller::from_request_parts(parts, state).await?;
+        if principal.access == KeyAccess::ReadOnly {
+            return Err(ApiError::Forbidden(forbidden::KEY_READ_ONLY));
+        }
+        if principal.narrowed {
+            return Err(ApiError::Forbidden(forbidden::NARROWED_KEY_CREATE));
+        }
+        let Some(allocation) = principal.new_database.clone() else {
+            return Err(ApiError::Internal(anyhow::anyhow!(
+                "POST /api/databases reached the shard without an allocation"
+            )));
+        };
+        if allocation.shard.name != *state.shard_name {
+            tracing::warn!(
+                allocated_to = %allocation.shard.name,
+                "database allocated to another shard"
+            );
+            return Err(ApiError::Misplaced);
+        }
+        Ok(Creator {
+            principal,
+            allocation,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn principal(role: Option<Role>, support: bool, access: KeyAccess) -> Principal {
+        Principal {
+            user_id: "usr_abcdefghijkl".into(),
+            key_id: "key_abcdefghijkl".into(),
+            access,
+            narrowed: false,
+            database_id: Some("db_Ab3dZ1234567".into()),
+            role,
+            support,
+            epoch: None,
+            new_database: None,
+        }
+    }
+
+    const DEL_TABLE: Need = Need::Owner {
+        refusal: forbidden::OWNER_DELETE_TABLE,
+        refused_to_keys: false,
+    };
+    const DEL_DB: Need = Need::Owner {
+        refusal: forbidden::OWNER_DELETE_DATABASE,
+        refused_to_keys: true,
+    };
+
+    #[test]
+    fn write_refusals_in_precedence() {
+        use KeyAccess::*;
+        let ro_owner = principal(Some(Role::Owner), false, ReadOnly);
+        assert_eq!(
+            refusal(&ro_owner, Need::Write),
+            Some(forbidden::KEY_READ_ONLY)
+        );
+        assert_eq!(refusal(&ro_owner, Need::Read), None);
+        let support = principal(None, true, ReadWrite);
+        assert_eq!(
+            refusal(&support, Need::Write),
+            Some(forbidden::SUPPORT_READ_ONLY)
+        );
+        assert_eq!(
+            refusal(&support, DEL_TABLE),
+            Some(forbidden::SUPPORT_READ_ONLY)
+        );
+        let viewer = principal(Some(Role::Viewer), true, ReadWrite);
+        assert_eq!(refusal(&viewer, DEL_TABLE), Some(forbidden::VIEWER));
+        let editor = principal(Some(Role::Editor), false, ReadWrite);
+        assert_eq!(refusal(&editor, Need::Write), None);
+        assert_eq!(
+            refusal(&editor, DEL_TABLE),
+            Some(forbidden::OWNER_DELETE_TABLE)
+        );
+        assert_eq!(
+            refusal(&editor, DEL_DB),
+            Some(forbidden::OWNER_DELETE_DATABASE)
+        );
+        let owner = principal(Some(Role::Owner), false, ReadWrite);
+        assert_eq!(refusal(&owner, DEL_TABLE), None);
+        assert_eq!(
+            refusal(&owner, DEL_DB),
+            Some(forbidden::OWNER_DELETE_DATABASE)
+        );
+    }
+}

@@ -1,0 +1,170 @@
+//! The `databases` catalog table.
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::GenericClient;
+use serde::Serialize;
+use tokio_postgres::Row;
+
+/// A database as the API returns it: its catalog row, unfiltered (but
+/// without the internal routing tag).
+#[derive(Debug, Clone, Serialize)]
+pub struct Database {
+    pub id: String,
+    pub name: String,
+    pub color: Option<String>,
+    pub icon: Option<String>,
+    pub timezone: String,
+    pub week_start: i32,
+    pub weekend: serde_json::Value,
+    #[serde(serialize_with = "crate::json::ts_opt")]
+    pub archived_at: Option<DateTime<Utc>>,
+    pub position: i64,
+    pub owner_id: String,
+    pub created_by: String,
+    pub updated_by: String,
+    #[serde(serialize_with = "crate::json::ts")]
+    pub created_at: DateTime<Utc>,
+    #[serde(serialize_with = "crate::json::ts")]
+    pub updated_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "id, name, color, icon, timezone, week_start, weekend, archived_at, \
+     position, owner_id, created_by, updated_by, created_at, updated_at";
+
+fn from_row(row: &Row) -> Result<Database, tokio_postgres::Error> {
+    Ok(Database {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        color: row.try_get("color")?,
+        icon: row.try_get("icon")?,
+        timezone: row.try_get("timezone")?,
+        week_start: row.try_get("week_start")?,
+        weekend: row.try_get("weekend")?,
+        archived_at: row.try_get("archived_at")?,
+        position: row.try_get("position")?,
+        owner_id: row.try_get("owner_id")?,
+        created_by: row.try_get("created_by")?,
+        updated_by: row.try_get("updated_by")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+/// What a new catalog row is made from.
+pub struct NewDatabase<'a> {
+    pub id: &'a str,
+    pub tag: &'a str,
+    pub name: &'a str,
+    pub position: i64,
+    pub user_id: &'a str,
+}
+
+/// Inserts the row; `None` when a database with this id already exists.
+pub async fn insert(
+    c: &impl GenericClient,
+    new: &NewDatabase<'_>,
+) -> Result<Option<Database>, tokio_postgres::Error> {
+    let sql = format!(
+        "INSERT INTO databases (id, tag, name, position, owner_id, created_by, updated_by)
+         VALUES ($1, $2, $3, $4, $5, $5, $5)
+         ON CONFLICT DO NOTHING
+         RETURNING {COLUMNS}"
+    );
+    let row = c
+        .query_opt(
+            &sql,
+            &[&new.id, &new.tag, &new.name, &new.position, &new.user_id],
+        )
+        .await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+pub async fn get(
+    c: &impl GenericClient,
+    id: &str,
+) -> Result<Option<Database>, tokio_postgres::Error> {
+    let sql = format!("SELECT {COLUMNS} FROM databases WHERE id = $1");
+    let row = c.query_opt(&sql, &[&id]).await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// Whether this shard holds the database.
+pub async fn is_held(c: &impl GenericClient, id: &str) -> Result<bool, tokio_postgres::Error> {
+    Ok(c.query_opt("SELECT 1 FROM databases WHERE id = $1", &[&id])
+        .await?
+        .is_some())
+}
+
+/// The databases among `ids` held here, by `position` then `created_at`.
+pub async fn lookup(
+    c: &impl GenericClient,
+    ids: &[String],
+) -> Result<Vec<Database>, tokio_postgres::Error> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM databases WHERE id = ANY($1) ORDER BY position, created_at, id"
+    );
+    let rows = c.query(&sql, &[&ids]).await?;
+    rows.iter().map(from_row).collect()
+}
+
+/// Locks the row for structural work inside the database; returns its tag.
+pub async fn lock(
+    c: &impl GenericClient,
+    id: &str,
+) -> Result<Option<String>, tokio_postgres::Error> {
+    let row = c
+        .query_opt("SELECT tag FROM databases WHERE id = $1 FOR UPDATE", &[&id])
+        .await?;
+    row.map(|r| r.try_get("tag")).transpose()
+}
+
+pub async fn set_name(
+    c: &impl GenericClient,
+    id: &str,
+    name: &str,
+    user_id: &str,
+) -> Result<bool, tokio_postgres::Error> {
+    let n = c
+        .execute(
+            "UPDATE databases SET name = $2, updated_at = now(), updated_by = $3 WHERE id = $1",
+            &[&id, &name, &user_id],
+        )
+        .await?;
+    Ok(n == 1)
+}
+
+pub async fn set_color(
+    c: &impl GenericClient,
+    id: &str,
+    color: Option<&str>,
+    user_id: &str,
+) -> Result<bool, tokio_postgres::Error> {
+    let n = c
+        .execute(
+            "UPDATE databases SET color = $2, updated_at = now(), updated_by = $3 WHERE id = $1",
+            &[&id, &color, &user_id],
+        )
+        .await?;
+    Ok(n == 1)
+}
+
+/// Bumps `updated_at`/`updated_by` after structural work inside the database.
+pub async fn touch(
+    c: &impl GenericClient,
+    id: &str,
+    user_id: &str,
+) -> Result<(), tokio_postgres::Error> {
+    c.execute(
+        "UPDATE databases SET updated_at = now(), updated_by = $2 WHERE id = $1",
+        &[&id, &user_id],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Deletes the row; tables, fields and views cascade.
+pub async fn delete(c: &impl GenericClient, id: &str) -> Result<bool, tokio_postgres::Error> {
+    Ok(c.execute("DELETE FROM databases WHERE id = $1", &[&id])
+        .await?
+        == 1)
+}

@@ -1,0 +1,8 @@
+//! Plain parameterised SQL over the shard catalog, one file per concern and
+//! one small function per query. Functions take any client or transaction,
+//! so callers decide the transaction boundaries.
+
+pub mod databases;
+pub mod fields;
+pub mod migrations;
+pub mod tables;

@@ -1,0 +1,87 @@
+//! The shard node's settings, from the environment (docs/CONVENTIONS.md).
+
+use std::fmt;
+use std::net::SocketAddr;
+
+use anyhow::Context;
+
+/// Largest request body the node reads; larger bodies are a 400 naming it.
+pub const BODY_LIMIT_BYTES: usize = 10 * 1024 * 1024;
+/// How the body limit is named in its 400 message.
+pub const BODY_LIMIT_TEXT: &str = "10 MiB";
+/// Part C: tables per database.
+pub const MAX_TABLES_PER_DATABASE: i64 = 200;
+/// Connections in the pool to the shard's PostgreSQL.
+pub const DEFAULT_POOL_SIZE: usize = 16;
+/// How long `GET /internal/health` waits for PostgreSQL.
+pub const HEALTH_TIMEOUT_MS: u64 = 2_000;
+
+/// A value that must never be printed (cluster secret, tokens).
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `SHARD_NAME`: the name this shard is registered under.
+    pub shard_name: String,
+    /// `SHARD_LISTEN`, default `127.0.0.1:8091`.
+    pub listen: SocketAddr,
+    /// `SHARD_DATABASE_URL`: this shard's own PostgreSQL.
+    pub database_url: Secret,
+    /// `CLUSTER_SECRET`: HMAC key of signed principals.
+    pub cluster_secret: Secret,
+    /// `CONTROL_PLANE_URL` (optional for now).
+    pub control_plane_url: Option<String>,
+    /// `CONTROL_PLANE_TOKEN` (optional for now).
+    pub control_plane_token: Option<Secret>,
+    /// `SHARD_POOL_SIZE`, default 16.
+    pub pool_size: usize,
+}
+
+fn required(name: &str) -> anyhow::Result<String> {
+    let value = std::env::var(name).with_context(|| format!("{name} is required"))?;
+    anyhow::ensure!(!value.trim().is_empty(), "{name} is empty");
+    Ok(value)
+}
+
+fn optional(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+impl Config {
+    pub fn from_env() -> anyhow::Result<Self> {
+        let listen = optional("SHARD_LISTEN").unwrap_or_else(|| "127.0.0.1:8091".into());
+        let pool_size = match optional("SHARD_POOL_SIZE") {
+            Some(v) => v
+                .parse()
+                .context("SHARD_POOL_SIZE must be a positive integer")?,
+            None => DEFAULT_POOL_SIZE,
+        };
+        Ok(Self {
+            shard_name: required("SHARD_NAME")?,
+            listen: listen
+                .parse()
+                .with_context(|| format!("SHARD_LISTEN {listen:?} is not an address"))?,
+            database_url: Secret::new(required("SHARD_DATABASE_URL")?),
+            cluster_secret: Secret::new(required("CLUSTER_SECRET")?),
+            control_plane_url: optional("CONTROL_PLANE_URL"),
+            control_plane_token: optional("CONTROL_PLANE_TOKEN").map(Secret::new),
+            pool_size,
+        })
+    }
+}

@@ -1,0 +1,43 @@
+//! `DELETE /api/databases/{id}`: an owner's act that no API key may perform
+//! (part C), so every request reaching a shard is refused by the
+//! [`Owner<DeleteDatabase>`] extractor. [`purge`] is the real deletion, for
+//! the day a person's session reaches the shard (and for operators).
+
+use axum::extract::{Path, State};
+use axum::Json;
+use serde_json::{json, Value};
+
+use crate::auth::{DeleteDatabase, Owner};
+use crate::catalog::databases;
+use crate::error::{ApiError, ApiResult};
+use crate::state::{AppState, Db, DbOp};
+use crate::tenant_schema;
+
+pub async fn handler(
+    Owner(access, _): Owner<DeleteDatabase>,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let database_id = access.database(&id)?;
+    if !purge(&state.db, database_id).await? {
+        return Err(ApiError::NotFound);
+    }
+    Ok(Json(json!({ "deleted": true })))
+}
+
+/// Drops the tenant schema (every table in it) and the catalog row (tables,
+/// fields and views cascade) in one transaction. `false` if not held here.
+pub async fn purge(db: &Db, database_id: &str) -> ApiResult<bool> {
+    db.measured(DbOp::DeleteDatabase, async {
+        let mut client = db.client().await?;
+        let tx = client.transaction().await?;
+        if databases::lock(&tx, database_id).await?.is_none() {
+            return Ok(false);
+        }
+        tenant_schema::drop_schema(&tx, database_id).await?;
+        databases::delete(&tx, database_id).await?;
+        tx.commit().await?;
+        Ok(true)
+    })
+    .await
+}

@@ -1,0 +1,46 @@
+//! Router assembly: every route of the node, its middleware, the fallbacks.
+
+pub mod body;
+pub mod health;
+pub mod trace;
+
+use axum::routing::{get, post};
+use axum::Router;
+
+use crate::auth::principal::require_principal;
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::{databases, tables};
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/internal/health", get(health::handler))
+        .route("/internal/databases/lookup", post(databases::list::lookup))
+        .route("/api/databases", post(databases::create::handler))
+        .route(
+            "/api/databases/{id}",
+            axum::routing::patch(databases::update::handler).delete(databases::delete::handler),
+        )
+        .route(
+            "/api/databases/{id}/tables",
+            get(tables::list::handler).post(tables::create::handler),
+        )
+        .route(
+            "/api/tables/{id}",
+            get(tables::get::handler)
+                .patch(tables::update::handler)
+                .delete(tables::delete::handler),
+        )
+        .fallback(not_found)
+        .method_not_allowed_fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            require_principal,
+        ))
+        .layer(axum::middleware::from_fn(trace::request_span))
+        .with_state(state)
+}

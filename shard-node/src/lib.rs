@@ -1,0 +1,90 @@
+//! A shard node: serves the `/api` routes of the databases placed on this
+//! shard from its own PostgreSQL (catalog tables plus one schema per tenant
+//! database), trusting only principals signed by a router.
+
+pub mod auth;
+pub mod catalog;
+pub mod config;
+pub mod databases;
+pub mod error;
+pub mod http;
+pub mod json;
+pub mod state;
+pub mod tables;
+pub mod tenant_schema;
+
+use std::future::Future;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+use crate::config::Config;
+use crate::state::{AppState, Db, DbOp};
+
+/// Connects, migrates the catalog, and serves on `listener` until SIGTERM
+/// or SIGINT, draining in-flight requests.
+pub async fn run(config: Config, listener: TcpListener) -> anyhow::Result<()> {
+    run_until(config, listener, shutdown_signal()).await
+}
+
+/// As [`run`], stopping gracefully when `shutdown` completes.
+pub async fn run_until(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let db = Db::connect(config.database_url.expose(), config.pool_size)?;
+    migrate(&db).await?;
+    let state = AppState::new(&config, db);
+    let app = http::router(state);
+    tracing::info!(
+        shard = %config.shard_name,
+        addr = %listener.local_addr().context("listener address")?,
+        "shard node listening"
+    );
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+        .context("serve")?;
+    tracing::info!("shard node stopped");
+    Ok(())
+}
+
+/// Applies pending catalog migrations.
+pub async fn migrate(db: &Db) -> anyhow::Result<()> {
+    db.measured(DbOp::Migrate, async {
+        let mut client = db.client().await?;
+        catalog::migrations::run(&mut client).await?;
+        Ok(())
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("catalog migrations failed: {e:#}"))
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::warn!(error = %e, "cannot listen for SIGINT");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutdown signal received; draining");
+}

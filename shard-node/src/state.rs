@@ -1,0 +1,107 @@
+//! Shared state handed to every handler: the pool and the cluster secret.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use deadpool_postgres::{Object, Pool, Runtime};
+use tokio_postgres::NoTls;
+
+use crate::config::{Config, Secret};
+use crate::error::ApiResult;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub db: Db,
+    pub secret: Arc<Secret>,
+    pub shard_name: Arc<str>,
+}
+
+impl AppState {
+    pub fn new(config: &Config, db: Db) -> Self {
+        Self {
+            db,
+            secret: Arc::new(config.cluster_secret.clone()),
+            shard_name: Arc::from(config.shard_name.as_str()),
+        }
+    }
+}
+
+/// Every database operation of the node, by name, for timing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DbOp {
+    Health,
+    Migrate,
+    DatabaseHeld,
+    LookupDatabases,
+    CreateDatabase,
+    GetDatabase,
+    RenameDatabase,
+    RecolorDatabase,
+    DeleteDatabase,
+    ListTables,
+    CreateTable,
+    GetTable,
+    RenameTable,
+    DeleteTable,
+}
+
+impl DbOp {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DbOp::Health => "health",
+            DbOp::Migrate => "migrate",
+            DbOp::DatabaseHeld => "database_held",
+            DbOp::LookupDatabases => "lookup_databases",
+            DbOp::CreateDatabase => "create_database",
+            DbOp::GetDatabase => "get_database",
+            DbOp::RenameDatabase => "rename_database",
+            DbOp::RecolorDatabase => "recolor_database",
+            DbOp::DeleteDatabase => "delete_database",
+            DbOp::ListTables => "list_tables",
+            DbOp::CreateTable => "create_table",
+            DbOp::GetTable => "get_table",
+            DbOp::RenameTable => "rename_table",
+            DbOp::DeleteTable => "delete_table",
+        }
+    }
+}
+
+/// The pool to this shard's PostgreSQL.
+#[derive(Clone)]
+pub struct Db {
+    pool: Pool,
+}
+
+impl Db {
+    pub fn connect(url: &str, pool_size: usize) -> anyhow::Result<Self> {
+        let mut cfg = deadpool_postgres::Config::new();
+        cfg.url = Some(url.to_owned());
+        cfg.pool = Some(deadpool_postgres::PoolConfig::new(pool_size.max(1)));
+        let pool = cfg
+            .create_pool(Some(Runtime::Tokio1), NoTls)
+            .context("create the postgres pool")?;
+        Ok(Self { pool })
+    }
+
+    pub async fn client(&self) -> ApiResult<Object> {
+        Ok(self.pool.get().await?)
+    }
+
+    /// Runs one named database operation, timing it (debug level).
+    pub async fn measured<T, F>(&self, op: DbOp, work: F) -> ApiResult<T>
+    where
+        F: Future<Output = ApiResult<T>>,
+    {
+        let start = Instant::now();
+        let result = work.await;
+        tracing::debug!(
+            db_op = op.as_str(),
+            elapsed_us = start.elapsed().as_micros() as u64,
+            ok = result.is_ok(),
+            "db operation"
+        );
+        result
+    }
+}

@@ -1,0 +1,45 @@
+//! `PATCH /api/tables/{id}`: rename only (`position`, `display_field_id`
+//! and other keys are ignored); the reply carries no `fields`.
+
+use axum::extract::{Path, State};
+use axum::Json;
+use serde_json::{json, Value};
+
+use crate::auth::Editor;
+use crate::catalog::tables::Table;
+use crate::catalog::{databases, tables};
+use crate::error::{ApiError, ApiResult};
+use crate::http::body::{required_name, JsonObject};
+use crate::state::{AppState, Db, DbOp};
+
+pub async fn handler(
+    Editor(access): Editor,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Json<Value>> {
+    let name = required_name(&body, "name")?;
+    let table = rename(&state.db, &access.database_id, access.user_id(), &id, name).await?;
+    Ok(Json(json!({ "table": table })))
+}
+
+/// Renames the table and bumps its database, in one transaction.
+pub async fn rename(
+    db: &Db,
+    database_id: &str,
+    user_id: &str,
+    table_id: &str,
+    name: &str,
+) -> ApiResult<Table> {
+    db.measured(DbOp::RenameTable, async {
+        let mut client = db.client().await?;
+        let tx = client.transaction().await?;
+        let table = tables::rename(&tx, database_id, table_id, name)
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        databases::touch(&tx, database_id, user_id).await?;
+        tx.commit().await?;
+        Ok(table)
+    })
+    .await
+}
