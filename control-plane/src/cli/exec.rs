@@ -1,0 +1,196 @@
+//! Runs an operator command against the control plane's API and prints
+//! its result: one JSON object with `--json`, a readable line otherwise.
+
+use cluster_protocol::control::client::ControlPlaneClient;
+use cluster_protocol::control::{AddShard, CreateKey, DatabaseInfo, DatabaseScope, Shard, UpdateKey};
+use serde_json::{json, Value};
+
+use super::*;
+
+/// What a command produced: the JSON object and its human form.
+struct Output {
+    json: Value,
+    text: String,
+}
+
+fn done(text: impl Into<String>) -> Output {
+    Output { json: json!({ "ok": true }), text: text.into() }
+}
+
+fn scope_text(scope: &DatabaseScope) -> String {
+    match scope {
+        DatabaseScope::All => "all".into(),
+        DatabaseScope::Only(ids) => ids.join(","),
+    }
+}
+
+fn shard_line(s: &Shard) -> String {
+    format!("{}\t{}\tweight={}\t{:?}", s.name, s.url, s.weight, s.state).to_lowercase()
+}
+
+fn database_line(d: &DatabaseInfo) -> String {
+    let state = serde_json::to_value(d.state).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+    format!("{}\ttag={}\towner={}\tshard={}\t{}\tposition={}\tepoch={}", d.id, d.tag, d.owner_id, d.shard, state, d.position, d.epoch)
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> anyhow::Result<Value> {
+    Ok(serde_json::to_value(v)?)
+}
+
+/// Runs `command` (anything but `serve`); returns the process exit code.
+pub async fn execute(json_out: bool, command: Command) -> i32 {
+    match run(command).await {
+        Ok(out) => {
+            if json_out {
+                println!("{}", out.json);
+            } else {
+                println!("{}", out.text);
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            1
+        }
+    }
+}
+
+fn client() -> anyhow::Result<ControlPlaneClient> {
+    let url = std::env::var("CONTROL_PLANE_URL").unwrap_or_else(|_| "http://127.0.0.1:8090".into());
+    let token = std::env::var("CONTROL_PLANE_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| anyhow::anyhow!("CONTROL_PLANE_TOKEN must be set"))?;
+    Ok(ControlPlaneClient::new(&url, &token))
+}
+
+async fn run(command: Command) -> anyhow::Result<Output> {
+    match command {
+        Command::Serve => anyhow::bail!("serve is not an operator command"),
+        Command::Move(_) | Command::Moves(_) | Command::Rebalance { .. } => {
+            anyhow::bail!("not yet implemented: database moves are not available in this version")
+        }
+        Command::Users(cmd) => users(&client()?, cmd).await,
+        Command::Keys(cmd) => keys(&client()?, cmd).await,
+        Command::Members(cmd) => members(&client()?, cmd).await,
+        Command::Support(cmd) => support(&client()?, cmd).await,
+        Command::Shards(cmd) => shards(&client()?, cmd).await,
+        Command::Databases(cmd) => databases(&client()?, cmd).await,
+    }
+}
+
+async fn users(c: &ControlPlaneClient, cmd: UsersCmd) -> anyhow::Result<Output> {
+    match cmd {
+        UsersCmd::Create { email, name } => {
+            let u = c.create_user(&email, name.as_deref()).await?;
+            Ok(Output {
+                json: json!({ "id": u.id, "email": u.email, "name": u.name }),
+                text: format!("created user {} <{}> ({})", u.id, u.email, u.name),
+            })
+        }
+        UsersCmd::Suspend { user_id } => {
+            let u = c.suspend_user(&user_id, true).await?;
+            Ok(done(format!("suspended {}", u.id)))
+        }
+        UsersCmd::Unsuspend { user_id } => {
+            let u = c.suspend_user(&user_id, false).await?;
+            Ok(done(format!("unsuspended {}", u.id)))
+        }
+    }
+}
+
+async fn keys(c: &ControlPlaneClient, cmd: KeysCmd) -> anyhow::Result<Output> {
+    match cmd {
+        KeysCmd::Create { user_id, name, access, databases } => {
+            let k = c.create_key(&CreateKey { user_id, name, access, databases }).await?;
+            Ok(Output {
+                text: format!(
+                    "created key {} ({}, {}, databases: {})\ntoken (shown once): {}",
+                    k.id,
+                    k.name,
+                    k.access.as_str(),
+                    scope_text(&k.databases),
+                    k.token
+                ),
+                json: to_json(&k)?,
+            })
+        }
+        KeysCmd::Update { key_id, access, databases } => {
+            if access.is_none() && databases.is_none() {
+                anyhow::bail!("nothing to update: give --access and/or --databases");
+            }
+            let k = c.update_key(&key_id, &UpdateKey { access, databases }).await?;
+            Ok(done(format!("updated {} ({}, databases: {})", k.id, k.access.as_str(), scope_text(&k.databases))))
+        }
+        KeysCmd::Revoke { key_id } => {
+            c.revoke_key(&key_id).await?;
+            Ok(done(format!("revoked {key_id}")))
+        }
+    }
+}
+
+async fn members(c: &ControlPlaneClient, cmd: MembersCmd) -> anyhow::Result<Output> {
+    match cmd {
+        MembersCmd::Add { target, role } => {
+            c.add_member(&target.database_id, &target.user_id, role).await?;
+            Ok(done(format!("{} is now {} of {}", target.user_id, role.as_str(), target.database_id)))
+        }
+        MembersCmd::Remove { target } => {
+            c.remove_member(&target.database_id, &target.user_id).await?;
+            Ok(done(format!("{} is no longer a member of {}", target.user_id, target.database_id)))
+        }
+    }
+}
+
+async fn support(c: &ControlPlaneClient, cmd: SupportCmd) -> anyhow::Result<Output> {
+    match cmd {
+        SupportCmd::Grant { target } => {
+            c.grant_support(&target.database_id, &target.user_id).await?;
+            Ok(done(format!("granted {} support access to {}", target.user_id, target.database_id)))
+        }
+        SupportCmd::Revoke { target } => {
+            c.revoke_support(&target.database_id, &target.user_id).await?;
+            Ok(done(format!("revoked support access of {} to {}", target.user_id, target.database_id)))
+        }
+    }
+}
+
+async fn shards(c: &ControlPlaneClient, cmd: ShardsCmd) -> anyhow::Result<Output> {
+    match cmd {
+        ShardsCmd::List => {
+            let list = c.shards().await?;
+            let text = if list.shards.is_empty() {
+                "no shards".to_string()
+            } else {
+                list.shards.iter().map(shard_line).collect::<Vec<_>>().join("\n")
+            };
+            Ok(Output { json: to_json(&list)?, text })
+        }
+        ShardsCmd::Add { name, url, postgres, weight } => {
+            let s = c.add_shard(&AddShard { name, url, postgres, weight }).await?;
+            Ok(Output { text: format!("added shard {}", shard_line(&s)), json: to_json(&s)? })
+        }
+        ShardsCmd::Drain { name } => {
+            let s = c.drain_shard(&name).await?;
+            Ok(Output { text: format!("draining shard {}", s.name), json: to_json(&s)? })
+        }
+    }
+}
+
+async fn databases(c: &ControlPlaneClient, cmd: DatabasesCmd) -> anyhow::Result<Output> {
+    match cmd {
+        DatabasesCmd::List { shard } => {
+            let list = c.databases(shard.as_deref()).await?;
+            let text = if list.databases.is_empty() {
+                "no databases".to_string()
+            } else {
+                list.databases.iter().map(database_line).collect::<Vec<_>>().join("\n")
+            };
+            Ok(Output { json: to_json(&list)?, text })
+        }
+        DatabasesCmd::Show { database_id } => {
+            let d = c.database(&database_id).await?;
+            Ok(Output { text: database_line(&d), json: to_json(&d)? })
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! The `control-plane` command line: `serve` plus the operator commands of
+//! the "Operator contract" in ARCHITECTURE.md. Every command takes `--json`
+//! and then prints exactly one JSON object on stdout.
+
+mod exec;
+
+pub use exec::execute;
+
+use clap::{Args, Parser, Subcommand};
+use cluster_protocol::control::{Access, DatabaseScope};
+
+#[derive(Debug, Parser)]
+#[command(name = "control-plane", about = "The cluster's control plane: server and operator CLI.")]
+pub struct Cli {
+    /// Print exactly one JSON object on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the control-plane server (configured from the environment).
+    Serve,
+    /// Manage users.
+    #[command(subcommand)]
+    Users(UsersCmd),
+    /// Manage API keys.
+    #[command(subcommand)]
+    Keys(KeysCmd),
+    /// Manage database memberships.
+    #[command(subcommand)]
+    Members(MembersCmd),
+    /// Manage read-only support grants.
+    #[command(subcommand)]
+    Support(SupportCmd),
+    /// Manage the shard registry.
+    #[command(subcommand)]
+    Shards(ShardsCmd),
+    /// Inspect databases and their placement.
+    #[command(subcommand)]
+    Databases(DatabasesCmd),
+    /// Move a database to another shard (not yet implemented).
+    Move(MoveArgs),
+    /// Inspect or abort database moves (not yet implemented).
+    #[command(subcommand)]
+    Moves(MovesCmd),
+    /// Even out shards by moving databases (not yet implemented).
+    Rebalance {
+        /// Only print the moves that would be made.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UsersCmd {
+    /// Create a user; prints {id,email,name}.
+    Create {
+        /// Email address (unique).
+        #[arg(long)]
+        email: String,
+        /// Display name (defaults to the part of the email before @).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Suspend a user: their keys stop working at once.
+    Suspend {
+        /// User id (usr_...).
+        user_id: String,
+    },
+    /// Lift a user's suspension.
+    Unsuspend {
+        /// User id (usr_...).
+        user_id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCmd {
+    /// Mint an API key; prints {id,token,name,access,databases} (the token only once).
+    Create {
+        /// Owner of the key (usr_...).
+        #[arg(long = "user")]
+        user_id: String,
+        /// A label for the key.
+        #[arg(long)]
+        name: String,
+        /// read_write (default) or read_only.
+        #[arg(long, value_parser = parse_access, default_value = "read_write")]
+        access: Access,
+        /// all (default) or a comma-separated list of database ids.
+        #[arg(long, value_parser = parse_scope, default_value = "all")]
+        databases: DatabaseScope,
+    },
+    /// Change a key's access and/or database scope.
+    Update {
+        /// Key id (key_...).
+        key_id: String,
+        /// read_write or read_only.
+        #[arg(long, value_parser = parse_access)]
+        access: Option<Access>,
+        /// all or a comma-separated list of database ids.
+        #[arg(long, value_parser = parse_scope)]
+        databases: Option<DatabaseScope>,
+    },
+    /// Revoke a key: it stops working on the very next request.
+    Revoke {
+        /// Key id (key_...).
+        key_id: String,
+    },
+}
+
+/// A database and a user.
+#[derive(Debug, Args)]
+pub struct DatabaseUser {
+    /// Database id (db_...).
+    #[arg(long = "database")]
+    pub database_id: String,
+    /// User id (usr_...).
+    #[arg(long = "user")]
+    pub user_id: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MembersCmd {
+    /// Add a member or change their role.
+    Add {
+        #[command(flatten)]
+        target: DatabaseUser,
+        /// viewer, editor or owner.
+        #[arg(long, value_parser = parse_role)]
+        role: cluster_protocol::control::Role,
+    },
+    /// Remove a member.
+    Remove {
+        #[command(flatten)]
+        target: DatabaseUser,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SupportCmd {
+    /// Grant a user read-only support access to a database.
+    Grant {
+        #[command(flatten)]
+        target: DatabaseUser,
+    },
+    /// Revoke a support grant.
+    Revoke {
+        #[command(flatten)]
+        target: DatabaseUser,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ShardsCmd {
+    /// List shards; prints {"shards":[...]}.
+    List,
+    /// Register a shard.
+    Add {
+        /// Unique shard name.
+        #[arg(long)]
+        name: String,
+        /// Base URL of the shard node.
+        #[arg(long)]
+        url: String,
+        /// DSN of the shard's PostgreSQL.
+        #[arg(long)]
+        postgres: String,
+        /// Relative share of new databases (default 100).
+        #[arg(long, default_value_t = 100)]
+        weight: u32,
+    },
+    /// Stop placing new databases on a shard.
+    Drain {
+        /// Shard name.
+        name: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DatabasesCmd {
+    /// List databases by position; prints {"databases":[...]}.
+    List {
+        /// Only databases on this shard.
+        #[arg(long)]
+        shard: Option<String>,
+    },
+    /// Show one database.
+    Show {
+        /// Database id (db_...).
+        database_id: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct MoveArgs {
+    /// Database id (db_...).
+    pub database_id: String,
+    /// Target shard.
+    #[arg(long)]
+    pub to: String,
+    /// Wait until the move finishes.
+    #[arg(long)]
+    pub wait: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MovesCmd {
+    /// List moves.
+    List,
+    /// Show one move.
+    Show {
+        /// Move id.
+        id: String,
+    },
+    /// Abort a move.
+    Abort {
+        /// Move id.
+        id: String,
+    },
+}
+
+fn parse_access(s: &str) -> Result<Access, String> {
+    Access::parse(s).ok_or_else(|| format!("{s:?} is not an access: use read_write or read_only"))
+}
+
+fn parse_role(s: &str) -> Result<cluster_protocol::control::Role, String> {
+    cluster_protocol::control::Role::parse(s).ok_or_else(|| format!("{s:?} is not a role: use viewer, editor or owner"))
+}
+
+/// `all` or `db_a,db_b`; an empty list is refused.
+pub fn parse_scope(s: &str) -> Result<DatabaseScope, String> {
+    match DatabaseScope::parse_cli(s) {
+        DatabaseScope::Only(ids) if ids.is_empty() => {
+            Err("give all or a comma-separated list of database ids".to_string())
+        }
+        scope => Ok(scope),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("control-plane").chain(args.iter().copied())).expect("parses")
+    }
+
+    #[test]
+    fn databases_flag_forms() {
+        let cli = parse(&["keys", "create", "--user", "usr_x", "--name", "n", "--databases", "db_a,db_b", "--json"]);
+        let Command::Keys(KeysCmd::Create { databases, access, .. }) = cli.command else { panic!("keys create") };
+        assert_eq!(databases, DatabaseScope::Only(vec!["db_a".into(), "db_b".into()]));
+        assert_eq!(access, Access::ReadWrite);
+        assert!(cli.json);
+
+        let cli = parse(&["keys", "create", "--user", "usr_x", "--name", "n"]);
+        let Command::Keys(KeysCmd::Create { databases, .. }) = cli.command else { panic!("keys create") };
+        assert_eq!(databases, DatabaseScope::All);
+
+        let cli = parse(&["--json", "keys", "update", "key_x", "--databases", "all", "--access", "read_only"]);
+        let Command::Keys(KeysCmd::Update { databases, access, .. }) = cli.command else { panic!("keys update") };
+        assert_eq!(databases, Some(DatabaseScope::All));
+        assert_eq!(access, Some(Access::ReadOnly));
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        let bad = [
+            &["keys", "create", "--user", "u", "--name", "n", "--databases", ","][..],
+            &["keys", "create", "--user", "u", "--name", "n", "--access", "rw"][..],
+            &["members", "add", "--database", "d", "--user", "u", "--role", "boss"][..],
+        ];
+        for args in bad {
+            assert!(Cli::try_parse_from(std::iter::once("control-plane").chain(args.iter().copied())).is_err());
+        }
+    }
+
+    #[test]
+    fn operator_contract_parses() {
+        parse(&["shards", "add", "--name", "s1", "--url", "http://x", "--postgres", "postgres://y"]);
+        parse(&["support", "grant", "--database", "db_x", "--user", "usr_y"]);
+        parse(&["databases", "list", "--shard", "s1", "--json"]);
+        parse(&["move", "db_x", "--to", "s2", "--wait"]);
+        parse(&["moves", "abort", "m1"]);
+        parse(&["rebalance", "--dry-run"]);
+    }
+}

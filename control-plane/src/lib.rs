@@ -1,0 +1,84 @@
+//! The control plane: the cluster's directory of users, API keys,
+//! memberships, shards and database placement, served over an internal
+//! HTTP API (`http`), backed by its own PostgreSQL catalog (`catalog`,
+//! `migrate`) and announcing changes to routers through Redis (`liveness`).
+//! The operator CLI (`cli`) lives in the same binary.
+
+pub mod catalog;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod liveness;
+pub mod migrate;
+pub mod placement;
+pub mod service;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+use crate::config::{Config, Secret};
+use crate::liveness::Liveness;
+
+/// What every handler and background task shares.
+#[derive(Clone)]
+pub struct AppState {
+    pub pool: deadpool_postgres::Pool,
+    pub redis: Liveness,
+    pub token: Arc<Secret>,
+    pub creating_ttl: Duration,
+}
+
+/// Serves until SIGTERM or SIGINT, then drains in-flight requests.
+pub async fn run(config: Config, listener: TcpListener) -> anyhow::Result<()> {
+    run_until(config, listener, shutdown_signal()).await
+}
+
+/// Migrates the catalog, starts the reaper and serves until `shutdown` resolves.
+pub async fn run_until(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let pool = catalog::pool(config.database_url.expose())?;
+    let applied = migrate::run(&pool).await.context("migrate catalog")?;
+    tracing::info!(applied = ?applied, "catalog schema up to date");
+    let state = AppState {
+        pool,
+        redis: Liveness::new(config.redis_url.expose()).context("configure redis")?,
+        token: Arc::new(config.token.clone()),
+        creating_ttl: config.creating_ttl,
+    };
+    let reaper = tokio::spawn(service::databases::reaper_loop(state.clone(), config.reaper_interval));
+    let addr = listener.local_addr().ok();
+    tracing::info!(?addr, "control plane listening");
+    let served = axum::serve(listener, http::router(state)).with_graceful_shutdown(shutdown).await;
+    reaper.abort();
+    served.context("serve")
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,115 @@
+//! What the control plane writes to Redis for routers: key liveness
+//! (`cluster:key:{id}` = version), user access versions
+//! (`cluster:user:{id}` = version) and invalidation messages.
+//!
+//! Failure policy: PostgreSQL is the source of truth. After a successful
+//! catalog write, seeding a version or publishing an invalidation is best
+//! effort (logged as a warning): a missing liveness key only makes a router
+//! ask the control plane again, and a stale version is corrected by the next
+//! re-seed. Clearing liveness on revocation and suspension is different: a
+//! liveness key left behind would let a revoked key keep working, so
+//! [`Liveness::clear_keys`] returns its error and those requests fail (500).
+
+use cluster_protocol::control::redis_keys::{self, Invalidation, INVALIDATION_CHANNEL};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::AsyncCommands;
+
+use crate::config::REDIS_TIMEOUT;
+
+/// Sets KEYS[1] to ARGV[1] unless it already holds a greater version, so a
+/// slow re-seed never overwrites a newer version.
+const SET_MAX: &str = r"
+local current = tonumber(redis.call('GET', KEYS[1]))
+local wanted = tonumber(ARGV[1])
+if current == nil or current < wanted then
+  redis.call('SET', KEYS[1], ARGV[1])
+  return 1
+end
+return 0
+";
+
+#[derive(Clone)]
+pub struct Liveness {
+    conn: ConnectionManager,
+    set_max: std::sync::Arc<redis::Script>,
+}
+
+impl Liveness {
+    /// Connects lazily: a control plane starts even while Redis is down.
+    pub fn new(url: &str) -> anyhow::Result<Self> {
+        let client = redis::Client::open(url)?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(REDIS_TIMEOUT))
+            .set_response_timeout(Some(REDIS_TIMEOUT))
+            .set_number_of_retries(2);
+        Ok(Self {
+            conn: ConnectionManager::new_lazy_with_config(client, config)?,
+            set_max: std::sync::Arc::new(redis::Script::new(SET_MAX)),
+        })
+    }
+
+    async fn bounded<T>(fut: impl std::future::Future<Output = redis::RedisResult<T>>) -> anyhow::Result<T> {
+        match tokio::time::timeout(REDIS_TIMEOUT, fut).await {
+            Ok(r) => Ok(r?),
+            Err(_) => anyhow::bail!("redis did not answer within {REDIS_TIMEOUT:?}"),
+        }
+    }
+
+    async fn set_max(&self, name: String, version: i64) -> anyhow::Result<()> {
+        let mut c = self.conn.clone();
+        let mut invocation = self.set_max.key(name);
+        invocation.arg(version);
+        Self::bounded(invocation.invoke_async::<i64>(&mut c)).await.map(drop)
+    }
+
+    pub async fn set_key_version(&self, key_id: &str, version: i64) -> anyhow::Result<()> {
+        self.set_max(redis_keys::key_version(key_id), version).await
+    }
+
+    /// Deletes the liveness keys of `key_ids`. Callers must fail on error.
+    pub async fn clear_keys(&self, key_ids: &[String]) -> anyhow::Result<()> {
+        if key_ids.is_empty() {
+            return Ok(());
+        }
+        let names: Vec<String> = key_ids.iter().map(|k| redis_keys::key_version(k)).collect();
+        let mut c = self.conn.clone();
+        Self::bounded(c.del::<_, ()>(names)).await
+    }
+
+    pub async fn set_user_version(&self, user_id: &str, version: i64) -> anyhow::Result<()> {
+        self.set_max(redis_keys::user_version(user_id), version).await
+    }
+
+    pub async fn publish(&self, message: &Invalidation) -> anyhow::Result<()> {
+        let payload = serde_json::to_string(message)?;
+        let mut c = self.conn.clone();
+        Self::bounded(c.publish::<_, _, ()>(INVALIDATION_CHANNEL, payload)).await
+    }
+
+    // ---- best effort (after a committed catalog write) ----
+
+    /// Seeds a key's liveness (when `version` is given) and announces the change.
+    pub async fn announce_key(&self, key_id: &str, version: Option<i64>) {
+        if let Some(v) = version {
+            warn_on(self.set_key_version(key_id, v).await, "seed key liveness", key_id);
+        }
+        warn_on(self.publish(&Invalidation::Key(key_id.to_string())).await, "publish key invalidation", key_id);
+    }
+
+    /// Stores a user's access version and announces the change.
+    pub async fn announce_user(&self, user_id: &str, version: i64) {
+        warn_on(self.set_user_version(user_id, version).await, "store user access version", user_id);
+        warn_on(self.publish(&Invalidation::User(user_id.to_string())).await, "publish user invalidation", user_id);
+    }
+
+    pub async fn announce_placement(&self, database_id: &str) {
+        let message = Invalidation::Placement(database_id.to_string());
+        warn_on(self.publish(&message).await, "publish placement invalidation", database_id);
+    }
+}
+
+fn warn_on(result: anyhow::Result<()>, action: &str, id: &str) {
+    if let Err(e) = result {
+        tracing::warn!(error = format!("{e:#}"), id, "redis: {action} failed; continuing");
+    }
+}

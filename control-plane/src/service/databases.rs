@@ -1,0 +1,175 @@
+//! Allocation, confirmation and release of databases; placement lookups;
+//! the reaper of abandoned allocations.
+
+use anyhow::Context;
+use cluster_protocol::control::{Allocation, DatabaseInfo, DatabaseState, Placement, Role, ShardRef};
+use cluster_protocol::ids;
+
+use super::{unknown_database, unknown_user};
+use crate::catalog::{databases, members, shards, users};
+use crate::config::{MAX_LOOKUP_IDS, MAX_OWNED_DATABASES};
+use crate::error::{ApiError, ApiResult};
+use crate::{placement, AppState};
+
+/// Epoch of a freshly placed database; each move bumps it.
+const FIRST_EPOCH: i64 = 1;
+
+/// Allocates a database for `user_id` in one transaction, serialised with
+/// every other allocation so positions are unique and increasing and the
+/// cap of owned databases holds under concurrency.
+pub async fn allocate(state: &AppState, user_id: &str) -> ApiResult<Allocation> {
+    let mut client = state.pool.get().await?;
+    let tx = client.transaction().await?;
+    databases::lock_allocations(&*tx).await?;
+    users::get(&*tx, user_id).await?.ok_or_else(|| unknown_user(user_id))?;
+    if databases::count_owned(&*tx, user_id).await? >= MAX_OWNED_DATABASES {
+        return Err(ApiError::bad_request(format!(
+            "You have reached the limit of {MAX_OWNED_DATABASES} databases."
+        )));
+    }
+    let counter = databases::next_tag_counter(&*tx).await?;
+    let tag = ids::tag_for_counter(u64::try_from(counter).context("negative tag counter")?);
+    let database_id = ids::new_database_id(&tag);
+    let active = shards::active(&*tx).await?;
+    let shard = placement::choose(&active, &database_id)
+        .context("no active shard to place a database on: register one with `control-plane shards add`")?;
+    let position = databases::next_position(&*tx).await?;
+    let new = databases::NewDatabase {
+        id: &database_id,
+        tag: &tag,
+        owner_id: user_id,
+        shard: &shard.name,
+        position,
+        epoch: FIRST_EPOCH,
+    };
+    databases::insert_creating(&*tx, &new).await?;
+    members::upsert(&*tx, &database_id, user_id, Role::Owner).await?;
+    tx.commit().await?;
+    state.redis.announce_placement(&database_id).await;
+    Ok(Allocation {
+        database_id,
+        tag,
+        position,
+        shard: ShardRef { name: shard.name.clone(), url: shard.url.clone() },
+        epoch: FIRST_EPOCH,
+    })
+}
+
+/// Bumps the access version of everyone with a membership or grant on the
+/// database; returns (user, version) pairs to announce after commit.
+async fn bump_users(tx: &deadpool_postgres::Transaction<'_>, database_id: &str) -> ApiResult<Vec<(String, i64)>> {
+    let mut bumped = Vec::new();
+    for user_id in members::users_of_database(&**tx, database_id).await? {
+        if let Some(v) = users::bump_access_version(&**tx, &user_id).await? {
+            bumped.push((user_id, v));
+        }
+    }
+    Ok(bumped)
+}
+
+async fn announce(state: &AppState, database_id: &str, bumped: &[(String, i64)]) {
+    for (user_id, version) in bumped {
+        state.redis.announce_user(user_id, *version).await;
+    }
+    state.redis.announce_placement(database_id).await;
+}
+
+/// Marks the database active (idempotent); its members now see it.
+pub async fn confirm(state: &AppState, database_id: &str) -> ApiResult<()> {
+    let mut client = state.pool.get().await?;
+    let tx = client.transaction().await?;
+    match databases::state_for_update(&*tx, database_id).await? {
+        None => return Err(unknown_database(database_id)),
+        Some(DatabaseState::Active) => return Ok(()),
+        Some(DatabaseState::Creating) => {}
+    }
+    databases::set_active(&*tx, database_id).await?;
+    let bumped = bump_users(&tx, database_id).await?;
+    tx.commit().await?;
+    announce(state, database_id, &bumped).await;
+    Ok(())
+}
+
+/// Deletes a database that is still being created, with its memberships and
+/// grants. An active database is a 409.
+pub async fn release(state: &AppState, database_id: &str) -> ApiResult<()> {
+    let mut client = state.pool.get().await?;
+    let tx = client.transaction().await?;
+    match databases::state_for_update(&*tx, database_id).await? {
+        None => return Err(unknown_database(database_id)),
+        Some(DatabaseState::Active) => {
+            return Err(ApiError::conflict(format!(
+                "Database {database_id} is active; only a database still being created can be released."
+            )))
+        }
+        Some(DatabaseState::Creating) => {}
+    }
+    let bumped = bump_users(&tx, database_id).await?;
+    databases::delete_creating(&*tx, database_id).await?;
+    tx.commit().await?;
+    announce(state, database_id, &bumped).await;
+    Ok(())
+}
+
+/// Releases every allocation left `creating` longer than the configured TTL.
+/// Returns how many were released.
+pub async fn reap(state: &AppState) -> anyhow::Result<usize> {
+    let stale = {
+        let client = state.pool.get().await.context("connect for reaper")?;
+        databases::stale_creating(&**client, state.creating_ttl.as_secs_f64()).await?
+    };
+    let mut released = 0;
+    for id in stale {
+        match release(state, &id).await {
+            Ok(()) => {
+                tracing::info!(database_id = id, "released abandoned allocation");
+                released += 1;
+            }
+            // Confirmed or released meanwhile.
+            Err(ApiError::NotFound(_) | ApiError::Conflict(_)) => {}
+            Err(e) => return Err(anyhow::anyhow!("release {id}: {e:#}")),
+        }
+    }
+    Ok(released)
+}
+
+/// Runs [`reap`] every `interval` until the task is dropped.
+pub async fn reaper_loop(state: AppState, interval: std::time::Duration) {
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(e) = reap(&state).await {
+            tracing::error!(error = format!("{e:#}"), "reaper pass failed");
+        }
+    }
+}
+
+pub async fn list(state: &AppState, shard: Option<&str>) -> ApiResult<Vec<DatabaseInfo>> {
+    let client = state.pool.get().await?;
+    Ok(databases::list(&**client, shard).await?)
+}
+
+pub async fn show(state: &AppState, id: &str) -> ApiResult<DatabaseInfo> {
+    let client = state.pool.get().await?;
+    databases::get(&**client, id).await?.ok_or_else(|| unknown_database(id))
+}
+
+pub async fn placement(state: &AppState, tag: &str) -> ApiResult<Placement> {
+    let client = state.pool.get().await?;
+    databases::placement_by_tag(&**client, tag)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("No database has tag {tag}.")))
+}
+
+/// Placements of the given ids that exist (unknown ids are left out).
+pub async fn lookup(state: &AppState, ids: &[String]) -> ApiResult<Vec<Placement>> {
+    if ids.len() > MAX_LOOKUP_IDS {
+        return Err(ApiError::bad_request(format!("Look up at most {MAX_LOOKUP_IDS} databases at once.")));
+    }
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let client = state.pool.get().await?;
+    Ok(databases::placements_by_ids(&**client, ids).await?)
+}

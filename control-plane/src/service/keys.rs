@@ -1,0 +1,147 @@
+//! API keys: minting, updating, revoking, and answering routers.
+
+use anyhow::Context;
+use argon2::password_hash::{PasswordHasher, SaltString};
+use argon2::Argon2;
+use cluster_protocol::control::{CreateKey, CreatedKey, DatabaseScope, KeyInfo, KeyRecord, UpdateKey};
+use cluster_protocol::ids::{self, Kind};
+use rand::RngCore;
+
+use super::unknown_user;
+use crate::catalog::{keys, users};
+use crate::error::{ApiError, ApiResult};
+use crate::AppState;
+
+/// Length of the secret half of a token (`[0-9A-Za-z]`).
+pub const SECRET_LEN: usize = 40;
+const MAX_NAME_LEN: usize = 200;
+
+fn unknown_key(id: &str) -> ApiError {
+    ApiError::not_found(format!("Unknown API key {id}."))
+}
+
+fn validate_scope(scope: &DatabaseScope) -> ApiResult<()> {
+    if let DatabaseScope::Only(list) = scope {
+        if list.is_empty() {
+            return Err(ApiError::bad_request("databases must be \"all\" or a non-empty list of database ids."));
+        }
+        if let Some(bad) = list.iter().find(|d| !ids::is_valid(Kind::Database, d)) {
+            return Err(ApiError::bad_request(format!("{bad:?} is not a database id.")));
+        }
+    }
+    Ok(())
+}
+
+/// argon2id (default parameters) PHC string of `secret`, off the async threads.
+async fn hash_secret(secret: String) -> anyhow::Result<String> {
+    tokio::task::spawn_blocking(move || {
+        let mut salt = [0u8; 16];
+        rand::thread_rng().fill_bytes(&mut salt);
+        let salt = SaltString::encode_b64(&salt).map_err(|e| anyhow::anyhow!("encode salt: {e}"))?;
+        Argon2::default()
+            .hash_password(secret.as_bytes(), &salt)
+            .map(|h| h.to_string())
+            .map_err(|e| anyhow::anyhow!("hash secret: {e}"))
+    })
+    .await
+    .context("join hashing task")?
+}
+
+pub async fn create(state: &AppState, req: CreateKey) -> ApiResult<CreatedKey> {
+    let name = req.name.trim();
+    if name.is_empty() || name.chars().count() > MAX_NAME_LEN {
+        return Err(ApiError::bad_request(format!("Key name must be 1 to {MAX_NAME_LEN} characters.")));
+    }
+    validate_scope(&req.databases)?;
+    let client = state.pool.get().await?;
+    let user = users::get(&**client, &req.user_id).await?.ok_or_else(|| unknown_user(&req.user_id))?;
+    let id = ids::new_untagged(Kind::Key);
+    let secret = ids::random_token(SECRET_LEN);
+    let secret_hash = hash_secret(secret.clone()).await?;
+    let new = keys::NewKey {
+        id: &id,
+        user_id: &user.user.id,
+        name,
+        secret_hash: &secret_hash,
+        access: req.access,
+        databases: &req.databases,
+    };
+    let (info, version) = keys::insert(&**client, &new).await?;
+    state.redis.announce_key(&id, (!user.user.suspended).then_some(version)).await;
+    Ok(CreatedKey {
+        token: format!("{id}.{secret}"),
+        id: info.id,
+        name: info.name,
+        access: info.access,
+        databases: info.databases,
+    })
+}
+
+pub async fn update(state: &AppState, id: &str, req: UpdateKey) -> ApiResult<KeyInfo> {
+    if req.access.is_none() && req.databases.is_none() {
+        return Err(ApiError::bad_request("Nothing to update: give access and/or databases."));
+    }
+    if let Some(scope) = &req.databases {
+        validate_scope(scope)?;
+    }
+    let client = state.pool.get().await?;
+    let updated = keys::update(&**client, id, req.access, req.databases.as_ref())
+        .await?
+        .ok_or_else(|| unknown_key(id))?;
+    // A suspended user's keys stay without liveness until unsuspension.
+    state.redis.announce_key(id, (!updated.user_suspended).then_some(updated.version)).await;
+    Ok(updated.info)
+}
+
+/// Revokes (deletes) a key. The liveness key is cleared before the commit
+/// (a Redis failure then aborts the revocation: 500, nothing changed) and
+/// again after it (a failure is a 500 asking for a retry; a retry on the now
+/// unknown key still clears Redis before answering 404).
+pub async fn revoke(state: &AppState, id: &str) -> ApiResult<()> {
+    let ids = [id.to_string()];
+    let mut client = state.pool.get().await?;
+    let tx = client.transaction().await?;
+    if !keys::delete(&*tx, id).await? {
+        drop(tx);
+        state.redis.clear_keys(&ids).await.context("clear liveness of unknown key")?;
+        return Err(unknown_key(id));
+    }
+    state.redis.clear_keys(&ids).await.context("clear key liveness before revocation")?;
+    tx.commit().await?;
+    state.redis.clear_keys(&ids).await.context("clear key liveness after revocation")?;
+    state.redis.announce_key(id, None).await;
+    Ok(())
+}
+
+/// The key for a router, re-seeding its liveness when it is live. The seed
+/// is followed by a re-read: if the key was revoked or its user suspended
+/// meanwhile, the liveness key is removed again, so a seed can never outlive
+/// a revocation.
+pub async fn fetch(state: &AppState, id: &str) -> ApiResult<KeyRecord> {
+    let client = state.pool.get().await?;
+    let record = keys::get_record(&**client, id).await?.ok_or_else(|| unknown_key(id))?;
+    if record.user.suspended {
+        return Ok(record);
+    }
+    if let Err(e) = state.redis.set_key_version(id, record.version).await {
+        tracing::warn!(error = format!("{e:#}"), id, "redis: seed key liveness failed; continuing");
+        return Ok(record);
+    }
+    match keys::live_version(&**client, id).await? {
+        Some(v) if v == record.version => Ok(record),
+        Some(v) => {
+            // Updated meanwhile: seed the newer version, answer the newer record.
+            let _ = state.redis.set_key_version(id, v).await;
+            keys::get_record(&**client, id).await?.ok_or_else(|| unknown_key(id))
+        }
+        None => {
+            if let Err(e) = state.redis.clear_keys(&[id.to_string()]).await {
+                tracing::error!(error = format!("{e:#}"), id, "redis: could not clear liveness seeded during revocation");
+            }
+            match keys::get_record(&**client, id).await? {
+                Some(r) => Ok(r),
+                None => Err(unknown_key(id)),
+            }
+        }
+    }
+}

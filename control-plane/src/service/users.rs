@@ -1,0 +1,83 @@
+//! Creating, suspending and unsuspending users.
+
+use anyhow::Context;
+use cluster_protocol::control::{CreateUser, User};
+use cluster_protocol::ids::{self, Kind};
+
+use super::unknown_user;
+use crate::catalog::{keys, users};
+use crate::error::{ApiError, ApiResult};
+use crate::AppState;
+
+const MAX_EMAIL_LEN: usize = 254;
+const MAX_NAME_LEN: usize = 200;
+
+/// A plausible address: one `@`, non-empty local part, a dotted domain, no spaces.
+pub fn validate_email(raw: &str) -> ApiResult<String> {
+    let email = raw.trim();
+    let bad = || ApiError::bad_request(format!("{raw:?} is not a valid email address."));
+    if email.len() > MAX_EMAIL_LEN || email.chars().any(char::is_whitespace) {
+        return Err(bad());
+    }
+    let (local, domain) = email.split_once('@').ok_or_else(bad)?;
+    let labels_ok = domain.split('.').all(|l| !l.is_empty());
+    if local.is_empty() || domain.contains('@') || !domain.contains('.') || !labels_ok {
+        return Err(bad());
+    }
+    Ok(email.to_string())
+}
+
+pub async fn create(state: &AppState, req: CreateUser) -> ApiResult<User> {
+    let email = validate_email(&req.email)?;
+    let name = match req.name.as_deref().map(str::trim) {
+        Some(n) if !n.is_empty() => n.to_string(),
+        _ => email.split('@').next().unwrap_or_default().to_string(),
+    };
+    if name.chars().count() > MAX_NAME_LEN {
+        return Err(ApiError::bad_request(format!("name must be at most {MAX_NAME_LEN} characters.")));
+    }
+    let client = state.pool.get().await?;
+    let id = ids::new_untagged(Kind::User);
+    let row = users::insert(&**client, &id, &email, &name)
+        .await?
+        .ok_or_else(|| ApiError::conflict(format!("A user with email {email} already exists.")))?;
+    Ok(row.user)
+}
+
+/// Suspends or unsuspends a user. Suspension clears the liveness of every
+/// key of the user in Redis before and after the catalog commit, and fails
+/// (500) if Redis cannot be cleared: with the clear failing before commit
+/// nothing changes; failing after commit the user is suspended in the
+/// catalog and retrying the (idempotent) suspension clears Redis.
+pub async fn set_suspended(state: &AppState, id: &str, suspended: bool) -> ApiResult<User> {
+    let mut client = state.pool.get().await?;
+    let tx = client.transaction().await?;
+    let row = users::set_suspended(&*tx, id, suspended).await?.ok_or_else(|| unknown_user(id))?;
+    let user_keys = keys::versions_of_user(&*tx, id).await?;
+    let key_ids: Vec<String> = user_keys.iter().map(|(k, _)| k.clone()).collect();
+    if suspended {
+        state.redis.clear_keys(&key_ids).await.context("clear key liveness before suspension")?;
+    }
+    tx.commit().await?;
+    if suspended {
+        state.redis.clear_keys(&key_ids).await.context("clear key liveness after suspension")?;
+    }
+    for (key_id, version) in &user_keys {
+        state.redis.announce_key(key_id, (!suspended).then_some(*version)).await;
+    }
+    state.redis.announce_user(id, row.access_version).await;
+    Ok(row.user)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::validate_email;
+
+    #[test]
+    fn emails() {
+        assert_eq!(validate_email(" a@b.co ").unwrap(), "a@b.co");
+        for bad in ["", "a", "a@", "@b.co", "a@b", "a b@c.de", "a@b@c.de", "a@b..de", "a@.de"] {
+            assert!(validate_email(bad).is_err(), "{bad} should be refused");
+        }
+    }
+}
