@@ -68,8 +68,14 @@ impl IntoResponse for ApiError {
             tracing::error!(error = format!("{e:#}"), "internal error");
         }
         let body = self.body();
-        let status = StatusCode::from_u16(body.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        (status, [(header::CONTENT_TYPE, "application/json")], body.to_json()).into_response()
+        let status =
+            StatusCode::from_u16(body.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (
+            status,
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_json(),
+        )
+            .into_response()
     }
 }
 

@@ -53,10 +53,15 @@ pub async fn run_until(
         token: Arc::new(config.token.clone()),
         creating_ttl: config.creating_ttl,
     };
-    let reaper = tokio::spawn(service::databases::reaper_loop(state.clone(), config.reaper_interval));
+    let reaper = tokio::spawn(service::databases::reaper_loop(
+        state.clone(),
+        config.reaper_interval,
+    ));
     let addr = listener.local_addr().ok();
     tracing::info!(?addr, "control plane listening");
-    let served = axum::serve(listener, http::router(state)).with_graceful_shutdown(shutdown).await;
+    let served = axum::serve(listener, http::router(state))
+        .with_graceful_shutdown(shutdown)
+        .await;
     reaper.abort();
     served.context("serve")
 }

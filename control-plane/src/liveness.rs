@@ -48,7 +48,9 @@ impl Liveness {
         })
     }
 
-    async fn bounded<T>(fut: impl std::future::Future<Output = redis::RedisResult<T>>) -> anyhow::Result<T> {
+    async fn bounded<T>(
+        fut: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> anyhow::Result<T> {
         match tokio::time::timeout(REDIS_TIMEOUT, fut).await {
             Ok(r) => Ok(r?),
             Err(_) => anyhow::bail!("redis did not answer within {REDIS_TIMEOUT:?}"),
@@ -59,7 +61,9 @@ impl Liveness {
         let mut c = self.conn.clone();
         let mut invocation = self.set_max.key(name);
         invocation.arg(version);
-        Self::bounded(invocation.invoke_async::<i64>(&mut c)).await.map(drop)
+        Self::bounded(invocation.invoke_async::<i64>(&mut c))
+            .await
+            .map(drop)
     }
 
     pub async fn set_key_version(&self, key_id: &str, version: i64) -> anyhow::Result<()> {
@@ -77,7 +81,8 @@ impl Liveness {
     }
 
     pub async fn set_user_version(&self, user_id: &str, version: i64) -> anyhow::Result<()> {
-        self.set_max(redis_keys::user_version(user_id), version).await
+        self.set_max(redis_keys::user_version(user_id), version)
+            .await
     }
 
     pub async fn publish(&self, message: &Invalidation) -> anyhow::Result<()> {
@@ -91,25 +96,49 @@ impl Liveness {
     /// Seeds a key's liveness (when `version` is given) and announces the change.
     pub async fn announce_key(&self, key_id: &str, version: Option<i64>) {
         if let Some(v) = version {
-            warn_on(self.set_key_version(key_id, v).await, "seed key liveness", key_id);
+            warn_on(
+                self.set_key_version(key_id, v).await,
+                "seed key liveness",
+                key_id,
+            );
         }
-        warn_on(self.publish(&Invalidation::Key(key_id.to_string())).await, "publish key invalidation", key_id);
+        warn_on(
+            self.publish(&Invalidation::Key(key_id.to_string())).await,
+            "publish key invalidation",
+            key_id,
+        );
     }
 
     /// Stores a user's access version and announces the change.
     pub async fn announce_user(&self, user_id: &str, version: i64) {
-        warn_on(self.set_user_version(user_id, version).await, "store user access version", user_id);
-        warn_on(self.publish(&Invalidation::User(user_id.to_string())).await, "publish user invalidation", user_id);
+        warn_on(
+            self.set_user_version(user_id, version).await,
+            "store user access version",
+            user_id,
+        );
+        warn_on(
+            self.publish(&Invalidation::User(user_id.to_string())).await,
+            "publish user invalidation",
+            user_id,
+        );
     }
 
     pub async fn announce_placement(&self, database_id: &str) {
         let message = Invalidation::Placement(database_id.to_string());
-        warn_on(self.publish(&message).await, "publish placement invalidation", database_id);
+        warn_on(
+            self.publish(&message).await,
+            "publish placement invalidation",
+            database_id,
+        );
     }
 }
 
 fn warn_on(result: anyhow::Result<()>, action: &str, id: &str) {
     if let Err(e) = result {
-        tracing::warn!(error = format!("{e:#}"), id, "redis: {action} failed; continuing");
+        tracing::warn!(
+            error = format!("{e:#}"),
+            id,
+            "redis: {action} failed; continuing"
+        );
     }
 }

@@ -10,7 +10,8 @@ use deadpool_postgres::Pool;
 const MIGRATION_LOCK: i64 = 0x63706d6967726174;
 
 /// (id, name, sql), in order. Never edit an applied migration: add one.
-pub const MIGRATIONS: &[(i32, &str, &str)] = &[(1, "init", include_str!("../migrations/0001_init.sql"))];
+pub const MIGRATIONS: &[(i32, &str, &str)] =
+    &[(1, "init", include_str!("../migrations/0001_init.sql"))];
 
 /// Applies every migration not yet recorded. Returns the ids it applied.
 pub async fn run(pool: &Pool) -> anyhow::Result<Vec<i32>> {
@@ -53,11 +54,18 @@ async fn apply_pending(client: &mut deadpool_postgres::Object) -> anyhow::Result
             continue;
         }
         let tx = client.transaction().await?;
-        tx.batch_execute(sql).await.with_context(|| format!("apply migration {id:04}_{name}"))?;
-        tx.execute("INSERT INTO schema_migrations (id, name) VALUES ($1, $2)", &[id, name])
+        tx.batch_execute(sql)
             .await
-            .with_context(|| format!("record migration {id:04}_{name}"))?;
-        tx.commit().await.with_context(|| format!("commit migration {id:04}_{name}"))?;
+            .with_context(|| format!("apply migration {id:04}_{name}"))?;
+        tx.execute(
+            "INSERT INTO schema_migrations (id, name) VALUES ($1, $2)",
+            &[id, name],
+        )
+        .await
+        .with_context(|| format!("record migration {id:04}_{name}"))?;
+        tx.commit()
+            .await
+            .with_context(|| format!("commit migration {id:04}_{name}"))?;
         tracing::info!(id, name, "applied catalog migration");
         applied.push(*id);
     }

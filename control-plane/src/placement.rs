@@ -30,7 +30,13 @@ mod tests {
     use std::collections::HashMap;
 
     fn shard(name: &str, weight: u32, state: ShardState) -> Shard {
-        Shard { name: name.into(), url: format!("http://{name}"), postgres: String::new(), weight, state }
+        Shard {
+            name: name.into(),
+            url: format!("http://{name}"),
+            postgres: String::new(),
+            weight,
+            state,
+        }
     }
 
     fn spread(shards: &[Shard], n: usize) -> HashMap<String, usize> {
@@ -45,7 +51,10 @@ mod tests {
 
     #[test]
     fn share_follows_weight() {
-        let shards = [shard("a", 100, ShardState::Active), shard("b", 300, ShardState::Active)];
+        let shards = [
+            shard("a", 100, ShardState::Active),
+            shard("b", 300, ShardState::Active),
+        ];
         let counts = spread(&shards, 20_000);
         let b = counts["b"] as f64 / 20_000.0;
         assert!((0.65..0.85).contains(&b), "b got {b}, expected about 0.75");
@@ -72,10 +81,16 @@ mod tests {
 
     #[test]
     fn choice_is_stable() {
-        let shards = [shard("a", 100, ShardState::Active), shard("b", 100, ShardState::Active)];
+        let shards = [
+            shard("a", 100, ShardState::Active),
+            shard("b", 100, ShardState::Active),
+        ];
         let first = choose(&shards, "db_abcdefghijkl").map(|s| s.name.clone());
         for _ in 0..10 {
-            assert_eq!(choose(&shards, "db_abcdefghijkl").map(|s| s.name.clone()), first);
+            assert_eq!(
+                choose(&shards, "db_abcdefghijkl").map(|s| s.name.clone()),
+                first
+            );
         }
     }
 }

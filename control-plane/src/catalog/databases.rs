@@ -11,7 +11,8 @@ use super::Db;
 const ALLOCATION_LOCK: i64 = 0x6370616c6c6f63; // "cpalloc"
 
 const COLUMNS: &str = "id, tag, owner_id, shard, state, position, epoch, created_at";
-const PLACEMENT: &str = "SELECT d.id, d.tag, d.epoch, d.state, s.name AS shard_name, s.url AS shard_url
+const PLACEMENT: &str =
+    "SELECT d.id, d.tag, d.epoch, d.state, s.name AS shard_name, s.url AS shard_url
                          FROM databases d JOIN shards s ON s.name = d.shard";
 
 fn state_str(state: DatabaseState) -> &'static str {
@@ -47,7 +48,10 @@ fn placement_of(row: &Row) -> anyhow::Result<Placement> {
     Ok(Placement {
         database_id: row.try_get("id")?,
         tag: row.try_get("tag")?,
-        shard: ShardRef { name: row.try_get("shard_name")?, url: row.try_get("shard_url")? },
+        shard: ShardRef {
+            name: row.try_get("shard_name")?,
+            url: row.try_get("shard_url")?,
+        },
         epoch: row.try_get("epoch")?,
         state: state_of(row)?,
     })
@@ -64,7 +68,10 @@ pub async fn lock_allocations(db: &impl Db) -> anyhow::Result<()> {
 /// Databases recorded as owned by the user, in any state.
 pub async fn count_owned(db: &impl Db, owner_id: &str) -> anyhow::Result<i64> {
     let row = db
-        .query_one("SELECT count(*) FROM databases WHERE owner_id = $1", &[&owner_id])
+        .query_one(
+            "SELECT count(*) FROM databases WHERE owner_id = $1",
+            &[&owner_id],
+        )
         .await
         .context("count owned databases")?;
     Ok(row.try_get(0)?)
@@ -100,7 +107,15 @@ pub async fn insert_creating(db: &impl Db, d: &NewDatabase<'_>) -> anyhow::Resul
     db.execute(
         "INSERT INTO databases (id, tag, owner_id, shard, state, position, epoch)
          VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        &[&d.id, &d.tag, &d.owner_id, &d.shard, &state_str(DatabaseState::Creating), &d.position, &d.epoch],
+        &[
+            &d.id,
+            &d.tag,
+            &d.owner_id,
+            &d.shard,
+            &state_str(DatabaseState::Creating),
+            &d.position,
+            &d.epoch,
+        ],
     )
     .await
     .context("insert database")?;
@@ -109,18 +124,24 @@ pub async fn insert_creating(db: &impl Db, d: &NewDatabase<'_>) -> anyhow::Resul
 
 /// The database's state, locking its row for the rest of the transaction.
 pub async fn state_for_update(db: &impl Db, id: &str) -> anyhow::Result<Option<DatabaseState>> {
-    db.query_opt("SELECT state FROM databases WHERE id = $1 FOR UPDATE", &[&id])
-        .await
-        .context("lock database")?
-        .as_ref()
-        .map(state_of)
-        .transpose()
+    db.query_opt(
+        "SELECT state FROM databases WHERE id = $1 FOR UPDATE",
+        &[&id],
+    )
+    .await
+    .context("lock database")?
+    .as_ref()
+    .map(state_of)
+    .transpose()
 }
 
 pub async fn set_active(db: &impl Db, id: &str) -> anyhow::Result<()> {
-    db.execute("UPDATE databases SET state = $2 WHERE id = $1", &[&id, &state_str(DatabaseState::Active)])
-        .await
-        .context("activate database")?;
+    db.execute(
+        "UPDATE databases SET state = $2 WHERE id = $1",
+        &[&id, &state_str(DatabaseState::Active)],
+    )
+    .await
+    .context("activate database")?;
     Ok(())
 }
 
@@ -152,20 +173,42 @@ pub async fn stale_creating(db: &impl Db, older_than_secs: f64) -> anyhow::Resul
 
 pub async fn get(db: &impl Db, id: &str) -> anyhow::Result<Option<DatabaseInfo>> {
     let sql = format!("SELECT {COLUMNS} FROM databases WHERE id = $1");
-    db.query_opt(&sql, &[&id]).await.context("read database")?.as_ref().map(info_of).transpose()
+    db.query_opt(&sql, &[&id])
+        .await
+        .context("read database")?
+        .as_ref()
+        .map(info_of)
+        .transpose()
 }
 
 pub async fn list(db: &impl Db, shard: Option<&str>) -> anyhow::Result<Vec<DatabaseInfo>> {
-    let sql = format!("SELECT {COLUMNS} FROM databases WHERE ($1::text IS NULL OR shard = $1) ORDER BY position");
-    db.query(&sql, &[&shard]).await.context("list databases")?.iter().map(info_of).collect()
+    let sql = format!(
+        "SELECT {COLUMNS} FROM databases WHERE ($1::text IS NULL OR shard = $1) ORDER BY position"
+    );
+    db.query(&sql, &[&shard])
+        .await
+        .context("list databases")?
+        .iter()
+        .map(info_of)
+        .collect()
 }
 
 pub async fn placement_by_tag(db: &impl Db, tag: &str) -> anyhow::Result<Option<Placement>> {
     let sql = format!("{PLACEMENT} WHERE d.tag = $1");
-    db.query_opt(&sql, &[&tag]).await.context("read placement")?.as_ref().map(placement_of).transpose()
+    db.query_opt(&sql, &[&tag])
+        .await
+        .context("read placement")?
+        .as_ref()
+        .map(placement_of)
+        .transpose()
 }
 
 pub async fn placements_by_ids(db: &impl Db, ids: &[String]) -> anyhow::Result<Vec<Placement>> {
     let sql = format!("{PLACEMENT} WHERE d.id = ANY($1) ORDER BY d.position");
-    db.query(&sql, &[&ids]).await.context("look up placements")?.iter().map(placement_of).collect()
+    db.query(&sql, &[&ids])
+        .await
+        .context("look up placements")?
+        .iter()
+        .map(placement_of)
+        .collect()
 }

@@ -51,7 +51,14 @@ pub async fn insert(db: &impl Db, key: &NewKey<'_>) -> anyhow::Result<(KeyInfo, 
             "INSERT INTO api_keys (id, user_id, name, secret_hash, access, databases)
              VALUES ($1, $2, $3, $4, $5, $6)
              RETURNING id, user_id, name, access, databases, created_at, version",
-            &[&key.id, &key.user_id, &key.name, &key.secret_hash, &key.access.as_str(), &scope_column(key.databases)],
+            &[
+                &key.id,
+                &key.user_id,
+                &key.name,
+                &key.secret_hash,
+                &key.access.as_str(),
+                &scope_column(key.databases),
+            ],
         )
         .await
         .context("insert api key")?;
@@ -130,7 +137,11 @@ pub async fn update(
 
 /// Deletes a key; `false` if it did not exist.
 pub async fn delete(db: &impl Db, id: &str) -> anyhow::Result<bool> {
-    Ok(db.execute("DELETE FROM api_keys WHERE id = $1", &[&id]).await.context("delete api key")? > 0)
+    Ok(db
+        .execute("DELETE FROM api_keys WHERE id = $1", &[&id])
+        .await
+        .context("delete api key")?
+        > 0)
 }
 
 /// The key's current version if it exists and its user is not suspended.
@@ -150,8 +161,13 @@ pub async fn live_version(db: &impl Db, id: &str) -> anyhow::Result<Option<i64>>
 /// Every key of a user with its version.
 pub async fn versions_of_user(db: &impl Db, user_id: &str) -> anyhow::Result<Vec<(String, i64)>> {
     let rows = db
-        .query("SELECT id, version FROM api_keys WHERE user_id = $1 ORDER BY id", &[&user_id])
+        .query(
+            "SELECT id, version FROM api_keys WHERE user_id = $1 ORDER BY id",
+            &[&user_id],
+        )
         .await
         .context("list keys of user")?;
-    rows.iter().map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).collect()
+    rows.iter()
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+        .collect()
 }

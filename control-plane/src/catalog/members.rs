@@ -6,7 +6,12 @@ use cluster_protocol::control::{Membership, Role};
 use super::Db;
 
 /// Adds a membership or changes its role.
-pub async fn upsert(db: &impl Db, database_id: &str, user_id: &str, role: Role) -> anyhow::Result<()> {
+pub async fn upsert(
+    db: &impl Db,
+    database_id: &str,
+    user_id: &str,
+    role: Role,
+) -> anyhow::Result<()> {
     db.execute(
         "INSERT INTO memberships (database_id, user_id, role) VALUES ($1, $2, $3)
          ON CONFLICT (database_id, user_id) DO UPDATE SET role = EXCLUDED.role",
@@ -19,7 +24,10 @@ pub async fn upsert(db: &impl Db, database_id: &str, user_id: &str, role: Role) 
 
 pub async fn delete(db: &impl Db, database_id: &str, user_id: &str) -> anyhow::Result<bool> {
     let n = db
-        .execute("DELETE FROM memberships WHERE database_id = $1 AND user_id = $2", &[&database_id, &user_id])
+        .execute(
+            "DELETE FROM memberships WHERE database_id = $1 AND user_id = $2",
+            &[&database_id, &user_id],
+        )
         .await
         .context("delete membership")?;
     Ok(n > 0)
@@ -35,9 +43,16 @@ pub async fn grant_support(db: &impl Db, database_id: &str, user_id: &str) -> an
     Ok(())
 }
 
-pub async fn revoke_support(db: &impl Db, database_id: &str, user_id: &str) -> anyhow::Result<bool> {
+pub async fn revoke_support(
+    db: &impl Db,
+    database_id: &str,
+    user_id: &str,
+) -> anyhow::Result<bool> {
     let n = db
-        .execute("DELETE FROM support_grants WHERE database_id = $1 AND user_id = $2", &[&database_id, &user_id])
+        .execute(
+            "DELETE FROM support_grants WHERE database_id = $1 AND user_id = $2",
+            &[&database_id, &user_id],
+        )
         .await
         .context("delete support grant")?;
     Ok(n > 0)
@@ -70,8 +85,12 @@ pub async fn active_memberships(db: &impl Db, user_id: &str) -> anyhow::Result<V
     rows.iter()
         .map(|r| {
             let raw: String = r.try_get(1)?;
-            let role = Role::parse(&raw).with_context(|| format!("unknown role {raw:?} in catalog"))?;
-            Ok(Membership { database_id: r.try_get(0)?, role })
+            let role =
+                Role::parse(&raw).with_context(|| format!("unknown role {raw:?} in catalog"))?;
+            Ok(Membership {
+                database_id: r.try_get(0)?,
+                role,
+            })
         })
         .collect()
 }

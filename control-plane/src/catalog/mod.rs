@@ -19,13 +19,19 @@ pub use tokio_postgres::GenericClient as Db;
 const POOL_SIZE: usize = 16;
 
 pub fn pool(database_url: &str) -> anyhow::Result<Pool> {
-    let pg = tokio_postgres::Config::from_str(database_url).context("parse CONTROL_PLANE_DATABASE_URL")?;
+    let pg = tokio_postgres::Config::from_str(database_url)
+        .context("parse CONTROL_PLANE_DATABASE_URL")?;
     let manager = Manager::from_config(
         pg,
         tokio_postgres::NoTls,
-        ManagerConfig { recycling_method: RecyclingMethod::Fast },
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
     );
-    Pool::builder(manager).max_size(POOL_SIZE).build().context("build catalog pool")
+    Pool::builder(manager)
+        .max_size(POOL_SIZE)
+        .build()
+        .context("build catalog pool")
 }
 
 /// The unique-violation SQLSTATE.

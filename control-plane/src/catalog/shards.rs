@@ -34,7 +34,12 @@ fn from_row(row: &Row) -> anyhow::Result<Shard> {
 
 pub async fn list(db: &impl Db) -> anyhow::Result<Vec<Shard>> {
     let sql = format!("SELECT {COLUMNS} FROM shards ORDER BY name");
-    db.query(&sql, &[]).await.context("list shards")?.iter().map(from_row).collect()
+    db.query(&sql, &[])
+        .await
+        .context("list shards")?
+        .iter()
+        .map(from_row)
+        .collect()
 }
 
 pub async fn active(db: &impl Db) -> anyhow::Result<Vec<Shard>> {
@@ -61,7 +66,11 @@ pub async fn insert(db: &impl Db, shard: &AddShard, weight: i32) -> anyhow::Resu
         .transpose()
 }
 
-pub async fn set_state(db: &impl Db, name: &str, state: ShardState) -> anyhow::Result<Option<Shard>> {
+pub async fn set_state(
+    db: &impl Db,
+    name: &str,
+    state: ShardState,
+) -> anyhow::Result<Option<Shard>> {
     let sql = format!("UPDATE shards SET state = $2 WHERE name = $1 RETURNING {COLUMNS}");
     db.query_opt(&sql, &[&name, &state_str(state)])
         .await

@@ -27,29 +27,53 @@ fn from_row(row: &Row) -> Result<UserRow, tokio_postgres::Error> {
 }
 
 /// Inserts a user; `None` when the email is taken (case-insensitively).
-pub async fn insert(db: &impl Db, id: &str, email: &str, name: &str) -> Result<Option<UserRow>, tokio_postgres::Error> {
+pub async fn insert(
+    db: &impl Db,
+    id: &str,
+    email: &str,
+    name: &str,
+) -> Result<Option<UserRow>, tokio_postgres::Error> {
     let sql = format!(
         "INSERT INTO users (id, email, name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING {COLUMNS}"
     );
-    db.query_opt(&sql, &[&id, &email, &name]).await?.as_ref().map(from_row).transpose()
+    db.query_opt(&sql, &[&id, &email, &name])
+        .await?
+        .as_ref()
+        .map(from_row)
+        .transpose()
 }
 
 pub async fn get(db: &impl Db, id: &str) -> Result<Option<UserRow>, tokio_postgres::Error> {
     let sql = format!("SELECT {COLUMNS} FROM users WHERE id = $1");
-    db.query_opt(&sql, &[&id]).await?.as_ref().map(from_row).transpose()
+    db.query_opt(&sql, &[&id])
+        .await?
+        .as_ref()
+        .map(from_row)
+        .transpose()
 }
 
 /// Sets or clears `suspended_at` (keeping the first suspension time).
-pub async fn set_suspended(db: &impl Db, id: &str, suspended: bool) -> Result<Option<UserRow>, tokio_postgres::Error> {
+pub async fn set_suspended(
+    db: &impl Db,
+    id: &str,
+    suspended: bool,
+) -> Result<Option<UserRow>, tokio_postgres::Error> {
     let sql = format!(
         "UPDATE users SET suspended_at = CASE WHEN $2 THEN COALESCE(suspended_at, now()) ELSE NULL END
          WHERE id = $1 RETURNING {COLUMNS}"
     );
-    db.query_opt(&sql, &[&id, &suspended]).await?.as_ref().map(from_row).transpose()
+    db.query_opt(&sql, &[&id, &suspended])
+        .await?
+        .as_ref()
+        .map(from_row)
+        .transpose()
 }
 
 /// Bumps the access version; `None` if the user does not exist.
-pub async fn bump_access_version(db: &impl Db, id: &str) -> Result<Option<i64>, tokio_postgres::Error> {
+pub async fn bump_access_version(
+    db: &impl Db,
+    id: &str,
+) -> Result<Option<i64>, tokio_postgres::Error> {
     db.query_opt(
         "UPDATE users SET access_version = access_version + 1 WHERE id = $1 RETURNING access_version",
         &[&id],

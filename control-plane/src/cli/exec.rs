@@ -2,7 +2,9 @@
 //! its result: one JSON object with `--json`, a readable line otherwise.
 
 use cluster_protocol::control::client::ControlPlaneClient;
-use cluster_protocol::control::{AddShard, CreateKey, DatabaseInfo, DatabaseScope, Shard, UpdateKey};
+use cluster_protocol::control::{
+    AddShard, CreateKey, DatabaseInfo, DatabaseScope, Shard, UpdateKey,
+};
 use serde_json::{json, Value};
 
 use super::*;
@@ -14,7 +16,10 @@ struct Output {
 }
 
 fn done(text: impl Into<String>) -> Output {
-    Output { json: json!({ "ok": true }), text: text.into() }
+    Output {
+        json: json!({ "ok": true }),
+        text: text.into(),
+    }
 }
 
 fn scope_text(scope: &DatabaseScope) -> String {
@@ -29,8 +34,14 @@ fn shard_line(s: &Shard) -> String {
 }
 
 fn database_line(d: &DatabaseInfo) -> String {
-    let state = serde_json::to_value(d.state).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
-    format!("{}\ttag={}\towner={}\tshard={}\t{}\tposition={}\tepoch={}", d.id, d.tag, d.owner_id, d.shard, state, d.position, d.epoch)
+    let state = serde_json::to_value(d.state)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default();
+    format!(
+        "{}\ttag={}\towner={}\tshard={}\t{}\tposition={}\tepoch={}",
+        d.id, d.tag, d.owner_id, d.shard, state, d.position, d.epoch
+    )
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> anyhow::Result<Value> {
@@ -101,8 +112,20 @@ async fn users(c: &ControlPlaneClient, cmd: UsersCmd) -> anyhow::Result<Output> 
 
 async fn keys(c: &ControlPlaneClient, cmd: KeysCmd) -> anyhow::Result<Output> {
     match cmd {
-        KeysCmd::Create { user_id, name, access, databases } => {
-            let k = c.create_key(&CreateKey { user_id, name, access, databases }).await?;
+        KeysCmd::Create {
+            user_id,
+            name,
+            access,
+            databases,
+        } => {
+            let k = c
+                .create_key(&CreateKey {
+                    user_id,
+                    name,
+                    access,
+                    databases,
+                })
+                .await?;
             Ok(Output {
                 text: format!(
                     "created key {} ({}, {}, databases: {})\ntoken (shown once): {}",
@@ -115,12 +138,23 @@ async fn keys(c: &ControlPlaneClient, cmd: KeysCmd) -> anyhow::Result<Output> {
                 json: to_json(&k)?,
             })
         }
-        KeysCmd::Update { key_id, access, databases } => {
+        KeysCmd::Update {
+            key_id,
+            access,
+            databases,
+        } => {
             if access.is_none() && databases.is_none() {
                 anyhow::bail!("nothing to update: give --access and/or --databases");
             }
-            let k = c.update_key(&key_id, &UpdateKey { access, databases }).await?;
-            Ok(done(format!("updated {} ({}, databases: {})", k.id, k.access.as_str(), scope_text(&k.databases))))
+            let k = c
+                .update_key(&key_id, &UpdateKey { access, databases })
+                .await?;
+            Ok(done(format!(
+                "updated {} ({}, databases: {})",
+                k.id,
+                k.access.as_str(),
+                scope_text(&k.databases)
+            )))
         }
         KeysCmd::Revoke { key_id } => {
             c.revoke_key(&key_id).await?;
@@ -132,12 +166,22 @@ async fn keys(c: &ControlPlaneClient, cmd: KeysCmd) -> anyhow::Result<Output> {
 async fn members(c: &ControlPlaneClient, cmd: MembersCmd) -> anyhow::Result<Output> {
     match cmd {
         MembersCmd::Add { target, role } => {
-            c.add_member(&target.database_id, &target.user_id, role).await?;
-            Ok(done(format!("{} is now {} of {}", target.user_id, role.as_str(), target.database_id)))
+            c.add_member(&target.database_id, &target.user_id, role)
+                .await?;
+            Ok(done(format!(
+                "{} is now {} of {}",
+                target.user_id,
+                role.as_str(),
+                target.database_id
+            )))
         }
         MembersCmd::Remove { target } => {
-            c.remove_member(&target.database_id, &target.user_id).await?;
-            Ok(done(format!("{} is no longer a member of {}", target.user_id, target.database_id)))
+            c.remove_member(&target.database_id, &target.user_id)
+                .await?;
+            Ok(done(format!(
+                "{} is no longer a member of {}",
+                target.user_id, target.database_id
+            )))
         }
     }
 }
@@ -145,12 +189,20 @@ async fn members(c: &ControlPlaneClient, cmd: MembersCmd) -> anyhow::Result<Outp
 async fn support(c: &ControlPlaneClient, cmd: SupportCmd) -> anyhow::Result<Output> {
     match cmd {
         SupportCmd::Grant { target } => {
-            c.grant_support(&target.database_id, &target.user_id).await?;
-            Ok(done(format!("granted {} support access to {}", target.user_id, target.database_id)))
+            c.grant_support(&target.database_id, &target.user_id)
+                .await?;
+            Ok(done(format!(
+                "granted {} support access to {}",
+                target.user_id, target.database_id
+            )))
         }
         SupportCmd::Revoke { target } => {
-            c.revoke_support(&target.database_id, &target.user_id).await?;
-            Ok(done(format!("revoked support access of {} to {}", target.user_id, target.database_id)))
+            c.revoke_support(&target.database_id, &target.user_id)
+                .await?;
+            Ok(done(format!(
+                "revoked support access of {} to {}",
+                target.user_id, target.database_id
+            )))
         }
     }
 }
@@ -162,17 +214,42 @@ async fn shards(c: &ControlPlaneClient, cmd: ShardsCmd) -> anyhow::Result<Output
             let text = if list.shards.is_empty() {
                 "no shards".to_string()
             } else {
-                list.shards.iter().map(shard_line).collect::<Vec<_>>().join("\n")
+                list.shards
+                    .iter()
+                    .map(shard_line)
+                    .collect::<Vec<_>>()
+                    .join("\n")
             };
-            Ok(Output { json: to_json(&list)?, text })
+            Ok(Output {
+                json: to_json(&list)?,
+                text,
+            })
         }
-        ShardsCmd::Add { name, url, postgres, weight } => {
-            let s = c.add_shard(&AddShard { name, url, postgres, weight }).await?;
-            Ok(Output { text: format!("added shard {}", shard_line(&s)), json: to_json(&s)? })
+        ShardsCmd::Add {
+            name,
+            url,
+            postgres,
+            weight,
+        } => {
+            let s = c
+                .add_shard(&AddShard {
+                    name,
+                    url,
+                    postgres,
+                    weight,
+                })
+                .await?;
+            Ok(Output {
+                text: format!("added shard {}", shard_line(&s)),
+                json: to_json(&s)?,
+            })
         }
         ShardsCmd::Drain { name } => {
             let s = c.drain_shard(&name).await?;
-            Ok(Output { text: format!("draining shard {}", s.name), json: to_json(&s)? })
+            Ok(Output {
+                text: format!("draining shard {}", s.name),
+                json: to_json(&s)?,
+            })
         }
     }
 }
@@ -184,13 +261,23 @@ async fn databases(c: &ControlPlaneClient, cmd: DatabasesCmd) -> anyhow::Result<
             let text = if list.databases.is_empty() {
                 "no databases".to_string()
             } else {
-                list.databases.iter().map(database_line).collect::<Vec<_>>().join("\n")
+                list.databases
+                    .iter()
+                    .map(database_line)
+                    .collect::<Vec<_>>()
+                    .join("\n")
             };
-            Ok(Output { json: to_json(&list)?, text })
+            Ok(Output {
+                json: to_json(&list)?,
+                text,
+            })
         }
         DatabasesCmd::Show { database_id } => {
             let d = c.database(&database_id).await?;
-            Ok(Output { text: database_line(&d), json: to_json(&d)? })
+            Ok(Output {
+                text: database_line(&d),
+                json: to_json(&d)?,
+            })
         }
     }
 }

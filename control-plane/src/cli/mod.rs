@@ -10,7 +10,10 @@ use clap::{Args, Parser, Subcommand};
 use cluster_protocol::control::{Access, DatabaseScope};
 
 #[derive(Debug, Parser)]
-#[command(name = "control-plane", about = "The cluster's control plane: server and operator CLI.")]
+#[command(
+    name = "control-plane",
+    about = "The cluster's control plane: server and operator CLI."
+)]
 pub struct Cli {
     /// Print exactly one JSON object on stdout.
     #[arg(long, global = true)]
@@ -228,7 +231,8 @@ fn parse_access(s: &str) -> Result<Access, String> {
 }
 
 fn parse_role(s: &str) -> Result<cluster_protocol::control::Role, String> {
-    cluster_protocol::control::Role::parse(s).ok_or_else(|| format!("{s:?} is not a role: use viewer, editor or owner"))
+    cluster_protocol::control::Role::parse(s)
+        .ok_or_else(|| format!("{s:?} is not a role: use viewer, editor or owner"))
 }
 
 /// `all` or `db_a,db_b`; an empty list is refused.
@@ -246,23 +250,58 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> Cli {
-        Cli::try_parse_from(std::iter::once("control-plane").chain(args.iter().copied())).expect("parses")
+        Cli::try_parse_from(std::iter::once("control-plane").chain(args.iter().copied()))
+            .expect("parses")
     }
 
     #[test]
     fn databases_flag_forms() {
-        let cli = parse(&["keys", "create", "--user", "usr_x", "--name", "n", "--databases", "db_a,db_b", "--json"]);
-        let Command::Keys(KeysCmd::Create { databases, access, .. }) = cli.command else { panic!("keys create") };
-        assert_eq!(databases, DatabaseScope::Only(vec!["db_a".into(), "db_b".into()]));
+        let cli = parse(&[
+            "keys",
+            "create",
+            "--user",
+            "usr_x",
+            "--name",
+            "n",
+            "--databases",
+            "db_a,db_b",
+            "--json",
+        ]);
+        let Command::Keys(KeysCmd::Create {
+            databases, access, ..
+        }) = cli.command
+        else {
+            panic!("keys create")
+        };
+        assert_eq!(
+            databases,
+            DatabaseScope::Only(vec!["db_a".into(), "db_b".into()])
+        );
         assert_eq!(access, Access::ReadWrite);
         assert!(cli.json);
 
         let cli = parse(&["keys", "create", "--user", "usr_x", "--name", "n"]);
-        let Command::Keys(KeysCmd::Create { databases, .. }) = cli.command else { panic!("keys create") };
+        let Command::Keys(KeysCmd::Create { databases, .. }) = cli.command else {
+            panic!("keys create")
+        };
         assert_eq!(databases, DatabaseScope::All);
 
-        let cli = parse(&["--json", "keys", "update", "key_x", "--databases", "all", "--access", "read_only"]);
-        let Command::Keys(KeysCmd::Update { databases, access, .. }) = cli.command else { panic!("keys update") };
+        let cli = parse(&[
+            "--json",
+            "keys",
+            "update",
+            "key_x",
+            "--databases",
+            "all",
+            "--access",
+            "read_only",
+        ]);
+        let Command::Keys(KeysCmd::Update {
+            databases, access, ..
+        }) = cli.command
+        else {
+            panic!("keys update")
+        };
         assert_eq!(databases, Some(DatabaseScope::All));
         assert_eq!(access, Some(Access::ReadOnly));
     }
@@ -270,18 +309,50 @@ mod tests {
     #[test]
     fn bad_values_are_refused() {
         let bad = [
-            &["keys", "create", "--user", "u", "--name", "n", "--databases", ","][..],
-            &["keys", "create", "--user", "u", "--name", "n", "--access", "rw"][..],
-            &["members", "add", "--database", "d", "--user", "u", "--role", "boss"][..],
+            &[
+                "keys",
+                "create",
+                "--user",
+                "u",
+                "--name",
+                "n",
+                "--databases",
+                ",",
+            ][..],
+            &[
+                "keys", "create", "--user", "u", "--name", "n", "--access", "rw",
+            ][..],
+            &[
+                "members",
+                "add",
+                "--database",
+                "d",
+                "--user",
+                "u",
+                "--role",
+                "boss",
+            ][..],
         ];
         for args in bad {
-            assert!(Cli::try_parse_from(std::iter::once("control-plane").chain(args.iter().copied())).is_err());
+            assert!(Cli::try_parse_from(
+                std::iter::once("control-plane").chain(args.iter().copied())
+            )
+            .is_err());
         }
     }
 
     #[test]
     fn operator_contract_parses() {
-        parse(&["shards", "add", "--name", "s1", "--url", "http://x", "--postgres", "postgres://y"]);
+        parse(&[
+            "shards",
+            "add",
+            "--name",
+            "s1",
+            "--url",
+            "http://x",
+            "--postgres",
+            "postgres://y",
+        ]);
         parse(&["support", "grant", "--database", "db_x", "--user", "usr_y"]);
         parse(&["databases", "list", "--shard", "s1", "--json"]);
         parse(&["move", "db_x", "--to", "s2", "--wait"]);

@@ -1,7 +1,8 @@
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use cluster_protocol::control::{
-    AllocateRequest, Allocation, DatabaseInfo, DatabaseList, Ok as OkReply, Placement, PlacementLookup, Placements,
+    AllocateRequest, Allocation, DatabaseInfo, DatabaseList, Ok as OkReply, Placement,
+    PlacementLookup, Placements,
 };
 use serde::Deserialize;
 
@@ -13,12 +14,20 @@ pub struct ListQuery {
     shard: Option<String>,
 }
 
-pub async fn list(State(state): State<AppState>, Query(q): Query<ListQuery>) -> ApiResult<Json<DatabaseList>> {
+pub async fn list(
+    State(state): State<AppState>,
+    Query(q): Query<ListQuery>,
+) -> ApiResult<Json<DatabaseList>> {
     let shard = q.shard.as_deref().filter(|s| !s.is_empty());
-    Ok(Json(DatabaseList { databases: service::databases::list(&state, shard).await? }))
+    Ok(Json(DatabaseList {
+        databases: service::databases::list(&state, shard).await?,
+    }))
 }
 
-pub async fn show(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<DatabaseInfo>> {
+pub async fn show(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<DatabaseInfo>> {
     Ok(Json(service::databases::show(&state, &id).await?))
 }
 
@@ -26,20 +35,31 @@ pub async fn allocate(
     State(state): State<AppState>,
     Body(req): Body<AllocateRequest>,
 ) -> ApiResult<Json<Allocation>> {
-    Ok(Json(service::databases::allocate(&state, &req.user_id).await?))
+    Ok(Json(
+        service::databases::allocate(&state, &req.user_id).await?,
+    ))
 }
 
-pub async fn confirm(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<OkReply>> {
+pub async fn confirm(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<OkReply>> {
     service::databases::confirm(&state, &id).await?;
     Ok(super::ok())
 }
 
-pub async fn release(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<OkReply>> {
+pub async fn release(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<OkReply>> {
     service::databases::release(&state, &id).await?;
     Ok(super::ok())
 }
 
-pub async fn placement(State(state): State<AppState>, Path(tag): Path<String>) -> ApiResult<Json<Placement>> {
+pub async fn placement(
+    State(state): State<AppState>,
+    Path(tag): Path<String>,
+) -> ApiResult<Json<Placement>> {
     Ok(Json(service::databases::placement(&state, &tag).await?))
 }
 
@@ -47,5 +67,7 @@ pub async fn lookup(
     State(state): State<AppState>,
     Body(req): Body<PlacementLookup>,
 ) -> ApiResult<Json<Placements>> {
-    Ok(Json(Placements { placements: service::databases::lookup(&state, &req.database_ids).await? }))
+    Ok(Json(Placements {
+        placements: service::databases::lookup(&state, &req.database_ids).await?,
+    }))
 }

@@ -23,11 +23,17 @@ use crate::AppState;
 pub fn router(state: AppState) -> Router {
     let protected = Router::new()
         .route("/internal/keys", post(keys::create))
-        .route("/internal/keys/{key_id}", get(keys::fetch).patch(keys::update).delete(keys::revoke))
+        .route(
+            "/internal/keys/{key_id}",
+            get(keys::fetch).patch(keys::update).delete(keys::revoke),
+        )
         .route("/internal/users", post(users::create))
         .route("/internal/users/{user_id}/access", get(users::access))
         .route("/internal/users/{user_id}/suspend", post(users::suspend))
-        .route("/internal/users/{user_id}/unsuspend", post(users::unsuspend))
+        .route(
+            "/internal/users/{user_id}/unsuspend",
+            post(users::unsuspend),
+        )
         .route("/internal/placements/{tag}", get(databases::placement))
         .route("/internal/placements/lookup", post(databases::lookup))
         .route("/internal/databases", get(databases::list))
@@ -35,8 +41,14 @@ pub fn router(state: AppState) -> Router {
         .route("/internal/databases/{id}", get(databases::show))
         .route("/internal/databases/{id}/confirm", post(databases::confirm))
         .route("/internal/databases/{id}/release", post(databases::release))
-        .route("/internal/members", post(members::add).delete(members::remove))
-        .route("/internal/support", post(members::grant).delete(members::revoke))
+        .route(
+            "/internal/members",
+            post(members::add).delete(members::remove),
+        )
+        .route(
+            "/internal/support",
+            post(members::grant).delete(members::revoke),
+        )
         .route("/internal/shards", get(shards::list).post(shards::add))
         .route("/internal/shards/{name}/drain", post(shards::drain))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
@@ -62,7 +74,11 @@ async fn not_found() -> ApiError {
 }
 
 /// `Authorization: Bearer <CONTROL_PLANE_TOKEN>`, compared in constant time.
-async fn require_token(State(state): State<AppState>, req: Request, next: Next) -> Result<Response, ApiError> {
+async fn require_token(
+    State(state): State<AppState>,
+    req: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
     let presented = req
         .headers()
         .get(AUTHORIZATION)
@@ -83,7 +99,11 @@ async fn trace_request(req: Request, next: Next) -> Response {
     async move {
         let started = std::time::Instant::now();
         let response = next.run(req).await;
-        tracing::debug!(status = response.status().as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "done");
+        tracing::debug!(
+            status = response.status().as_u16(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "done"
+        );
         response
     }
     .instrument(span)

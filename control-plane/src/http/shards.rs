@@ -6,13 +6,21 @@ use crate::error::{ApiResult, Body};
 use crate::{service, AppState};
 
 pub async fn list(State(state): State<AppState>) -> ApiResult<Json<ShardList>> {
-    Ok(Json(ShardList { shards: service::shards::list(&state).await? }))
+    Ok(Json(ShardList {
+        shards: service::shards::list(&state).await?,
+    }))
 }
 
-pub async fn add(State(state): State<AppState>, Body(req): Body<AddShard>) -> ApiResult<Json<Shard>> {
+pub async fn add(
+    State(state): State<AppState>,
+    Body(req): Body<AddShard>,
+) -> ApiResult<Json<Shard>> {
     Ok(Json(service::shards::add(&state, req).await?))
 }
 
-pub async fn drain(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<Shard>> {
+pub async fn drain(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Shard>> {
     Ok(Json(service::shards::drain(&state, &name).await?))
 }

@@ -5,18 +5,34 @@ use cluster_protocol::control::{CreateUser, User, UserAccess};
 use crate::error::{ApiResult, Body};
 use crate::{service, AppState};
 
-pub async fn create(State(state): State<AppState>, Body(req): Body<CreateUser>) -> ApiResult<Json<User>> {
+pub async fn create(
+    State(state): State<AppState>,
+    Body(req): Body<CreateUser>,
+) -> ApiResult<Json<User>> {
     Ok(Json(service::users::create(&state, req).await?))
 }
 
-pub async fn access(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<UserAccess>> {
+pub async fn access(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<UserAccess>> {
     Ok(Json(service::access::user_access(&state, &id).await?))
 }
 
-pub async fn suspend(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<User>> {
-    Ok(Json(service::users::set_suspended(&state, &id, true).await?))
+pub async fn suspend(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<User>> {
+    Ok(Json(
+        service::users::set_suspended(&state, &id, true).await?,
+    ))
 }
 
-pub async fn unsuspend(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<User>> {
-    Ok(Json(service::users::set_suspended(&state, &id, false).await?))
+pub async fn unsuspend(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<User>> {
+    Ok(Json(
+        service::users::set_suspended(&state, &id, false).await?,
+    ))
 }

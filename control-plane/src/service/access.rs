@@ -18,18 +18,29 @@ enum Change {
     RevokeSupport,
 }
 
-async fn apply(state: &AppState, database_id: &str, user_id: &str, change: Change) -> ApiResult<()> {
+async fn apply(
+    state: &AppState,
+    database_id: &str,
+    user_id: &str,
+    change: Change,
+) -> ApiResult<()> {
     let mut client = state.pool.get().await?;
     let tx: Transaction<'_> = client.transaction().await?;
-    users::get(&*tx, user_id).await?.ok_or_else(|| unknown_user(user_id))?;
-    databases::get(&*tx, database_id).await?.ok_or_else(|| unknown_database(database_id))?;
+    users::get(&*tx, user_id)
+        .await?
+        .ok_or_else(|| unknown_user(user_id))?;
+    databases::get(&*tx, database_id)
+        .await?
+        .ok_or_else(|| unknown_database(database_id))?;
     match change {
         Change::AddMember(role) => members::upsert(&*tx, database_id, user_id, role).await?,
         Change::RemoveMember => drop(members::delete(&*tx, database_id, user_id).await?),
         Change::GrantSupport => members::grant_support(&*tx, database_id, user_id).await?,
         Change::RevokeSupport => drop(members::revoke_support(&*tx, database_id, user_id).await?),
     }
-    let version = users::bump_access_version(&*tx, user_id).await?.ok_or_else(|| unknown_user(user_id))?;
+    let version = users::bump_access_version(&*tx, user_id)
+        .await?
+        .ok_or_else(|| unknown_user(user_id))?;
     tx.commit().await?;
     state.redis.announce_user(user_id, version).await;
     Ok(())
@@ -39,7 +50,13 @@ pub async fn add_member(state: &AppState, req: MemberChange) -> ApiResult<()> {
     let role = req
         .role
         .ok_or_else(|| ApiError::bad_request("role is required: viewer, editor or owner."))?;
-    apply(state, &req.database_id, &req.user_id, Change::AddMember(role)).await
+    apply(
+        state,
+        &req.database_id,
+        &req.user_id,
+        Change::AddMember(role),
+    )
+    .await
 }
 
 /// Removing a membership that does not exist is a no-op.
@@ -65,12 +82,27 @@ pub async fn user_access(state: &AppState, user_id: &str) -> ApiResult<UserAcces
         .read_only(true)
         .start()
         .await?;
-    let user = users::get(&*tx, user_id).await?.ok_or_else(|| unknown_user(user_id))?;
+    let user = users::get(&*tx, user_id)
+        .await?
+        .ok_or_else(|| unknown_user(user_id))?;
     let memberships = members::active_memberships(&*tx, user_id).await?;
     let support = members::active_support(&*tx, user_id).await?;
     tx.commit().await?;
-    if let Err(e) = state.redis.set_user_version(user_id, user.access_version).await {
-        tracing::warn!(error = format!("{e:#}"), user_id, "redis: seed user access version failed; continuing");
+    if let Err(e) = state
+        .redis
+        .set_user_version(user_id, user.access_version)
+        .await
+    {
+        tracing::warn!(
+            error = format!("{e:#}"),
+            user_id,
+            "redis: seed user access version failed; continuing"
+        );
     }
-    Ok(UserAccess { user_id: user_id.to_string(), version: user.access_version, memberships, support })
+    Ok(UserAccess {
+        user_id: user_id.to_string(),
+        version: user.access_version,
+        memberships,
+        support,
+    })
 }

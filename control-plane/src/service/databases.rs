@@ -2,7 +2,9 @@
 //! the reaper of abandoned allocations.
 
 use anyhow::Context;
-use cluster_protocol::control::{Allocation, DatabaseInfo, DatabaseState, Placement, Role, ShardRef};
+use cluster_protocol::control::{
+    Allocation, DatabaseInfo, DatabaseState, Placement, Role, ShardRef,
+};
 use cluster_protocol::ids;
 
 use super::{unknown_database, unknown_user};
@@ -21,7 +23,9 @@ pub async fn allocate(state: &AppState, user_id: &str) -> ApiResult<Allocation> 
     let mut client = state.pool.get().await?;
     let tx = client.transaction().await?;
     databases::lock_allocations(&*tx).await?;
-    users::get(&*tx, user_id).await?.ok_or_else(|| unknown_user(user_id))?;
+    users::get(&*tx, user_id)
+        .await?
+        .ok_or_else(|| unknown_user(user_id))?;
     if databases::count_owned(&*tx, user_id).await? >= MAX_OWNED_DATABASES {
         return Err(ApiError::bad_request(format!(
             "You have reached the limit of {MAX_OWNED_DATABASES} databases."
@@ -31,8 +35,9 @@ pub async fn allocate(state: &AppState, user_id: &str) -> ApiResult<Allocation> 
     let tag = ids::tag_for_counter(u64::try_from(counter).context("negative tag counter")?);
     let database_id = ids::new_database_id(&tag);
     let active = shards::active(&*tx).await?;
-    let shard = placement::choose(&active, &database_id)
-        .context("no active shard to place a database on: register one with `control-plane shards add`")?;
+    let shard = placement::choose(&active, &database_id).context(
+        "no active shard to place a database on: register one with `control-plane shards add`",
+    )?;
     let position = databases::next_position(&*tx).await?;
     let new = databases::NewDatabase {
         id: &database_id,
@@ -50,14 +55,20 @@ pub async fn allocate(state: &AppState, user_id: &str) -> ApiResult<Allocation> 
         database_id,
         tag,
         position,
-        shard: ShardRef { name: shard.name.clone(), url: shard.url.clone() },
+        shard: ShardRef {
+            name: shard.name.clone(),
+            url: shard.url.clone(),
+        },
         epoch: FIRST_EPOCH,
     })
 }
 
 /// Bumps the access version of everyone with a membership or grant on the
 /// database; returns (user, version) pairs to announce after commit.
-async fn bump_users(tx: &deadpool_postgres::Transaction<'_>, database_id: &str) -> ApiResult<Vec<(String, i64)>> {
+async fn bump_users(
+    tx: &deadpool_postgres::Transaction<'_>,
+    database_id: &str,
+) -> ApiResult<Vec<(String, i64)>> {
     let mut bumped = Vec::new();
     for user_id in members::users_of_database(&**tx, database_id).await? {
         if let Some(v) = users::bump_access_version(&**tx, &user_id).await? {
@@ -152,7 +163,9 @@ pub async fn list(state: &AppState, shard: Option<&str>) -> ApiResult<Vec<Databa
 
 pub async fn show(state: &AppState, id: &str) -> ApiResult<DatabaseInfo> {
     let client = state.pool.get().await?;
-    databases::get(&**client, id).await?.ok_or_else(|| unknown_database(id))
+    databases::get(&**client, id)
+        .await?
+        .ok_or_else(|| unknown_database(id))
 }
 
 pub async fn placement(state: &AppState, tag: &str) -> ApiResult<Placement> {
@@ -165,7 +178,9 @@ pub async fn placement(state: &AppState, tag: &str) -> ApiResult<Placement> {
 /// Placements of the given ids that exist (unknown ids are left out).
 pub async fn lookup(state: &AppState, ids: &[String]) -> ApiResult<Vec<Placement>> {
     if ids.len() > MAX_LOOKUP_IDS {
-        return Err(ApiError::bad_request(format!("Look up at most {MAX_LOOKUP_IDS} databases at once.")));
+        return Err(ApiError::bad_request(format!(
+            "Look up at most {MAX_LOOKUP_IDS} databases at once."
+        )));
     }
     if ids.is_empty() {
         return Ok(Vec::new());

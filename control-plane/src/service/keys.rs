@@ -3,7 +3,9 @@
 use anyhow::Context;
 use argon2::password_hash::{PasswordHasher, SaltString};
 use argon2::Argon2;
-use cluster_protocol::control::{CreateKey, CreatedKey, DatabaseScope, KeyInfo, KeyRecord, UpdateKey};
+use cluster_protocol::control::{
+    CreateKey, CreatedKey, DatabaseScope, KeyInfo, KeyRecord, UpdateKey,
+};
 use cluster_protocol::ids::{self, Kind};
 use rand::RngCore;
 
@@ -23,10 +25,14 @@ fn unknown_key(id: &str) -> ApiError {
 fn validate_scope(scope: &DatabaseScope) -> ApiResult<()> {
     if let DatabaseScope::Only(list) = scope {
         if list.is_empty() {
-            return Err(ApiError::bad_request("databases must be \"all\" or a non-empty list of database ids."));
+            return Err(ApiError::bad_request(
+                "databases must be \"all\" or a non-empty list of database ids.",
+            ));
         }
         if let Some(bad) = list.iter().find(|d| !ids::is_valid(Kind::Database, d)) {
-            return Err(ApiError::bad_request(format!("{bad:?} is not a database id.")));
+            return Err(ApiError::bad_request(format!(
+                "{bad:?} is not a database id."
+            )));
         }
     }
     Ok(())
@@ -37,7 +43,8 @@ async fn hash_secret(secret: String) -> anyhow::Result<String> {
     tokio::task::spawn_blocking(move || {
         let mut salt = [0u8; 16];
         rand::thread_rng().fill_bytes(&mut salt);
-        let salt = SaltString::encode_b64(&salt).map_err(|e| anyhow::anyhow!("encode salt: {e}"))?;
+        let salt =
+            SaltString::encode_b64(&salt).map_err(|e| anyhow::anyhow!("encode salt: {e}"))?;
         Argon2::default()
             .hash_password(secret.as_bytes(), &salt)
             .map(|h| h.to_string())
@@ -50,11 +57,15 @@ async fn hash_secret(secret: String) -> anyhow::Result<String> {
 pub async fn create(state: &AppState, req: CreateKey) -> ApiResult<CreatedKey> {
     let name = req.name.trim();
     if name.is_empty() || name.chars().count() > MAX_NAME_LEN {
-        return Err(ApiError::bad_request(format!("Key name must be 1 to {MAX_NAME_LEN} characters.")));
+        return Err(ApiError::bad_request(format!(
+            "Key name must be 1 to {MAX_NAME_LEN} characters."
+        )));
     }
     validate_scope(&req.databases)?;
     let client = state.pool.get().await?;
-    let user = users::get(&**client, &req.user_id).await?.ok_or_else(|| unknown_user(&req.user_id))?;
+    let user = users::get(&**client, &req.user_id)
+        .await?
+        .ok_or_else(|| unknown_user(&req.user_id))?;
     let id = ids::new_untagged(Kind::Key);
     let secret = ids::random_token(SECRET_LEN);
     let secret_hash = hash_secret(secret.clone()).await?;
@@ -67,7 +78,10 @@ pub async fn create(state: &AppState, req: CreateKey) -> ApiResult<CreatedKey> {
         databases: &req.databases,
     };
     let (info, version) = keys::insert(&**client, &new).await?;
-    state.redis.announce_key(&id, (!user.user.suspended).then_some(version)).await;
+    state
+        .redis
+        .announce_key(&id, (!user.user.suspended).then_some(version))
+        .await;
     Ok(CreatedKey {
         token: format!("{id}.{secret}"),
         id: info.id,
@@ -79,7 +93,9 @@ pub async fn create(state: &AppState, req: CreateKey) -> ApiResult<CreatedKey> {
 
 pub async fn update(state: &AppState, id: &str, req: UpdateKey) -> ApiResult<KeyInfo> {
     if req.access.is_none() && req.databases.is_none() {
-        return Err(ApiError::bad_request("Nothing to update: give access and/or databases."));
+        return Err(ApiError::bad_request(
+            "Nothing to update: give access and/or databases.",
+        ));
     }
     if let Some(scope) = &req.databases {
         validate_scope(scope)?;
@@ -89,7 +105,10 @@ pub async fn update(state: &AppState, id: &str, req: UpdateKey) -> ApiResult<Key
         .await?
         .ok_or_else(|| unknown_key(id))?;
     // A suspended user's keys stay without liveness until unsuspension.
-    state.redis.announce_key(id, (!updated.user_suspended).then_some(updated.version)).await;
+    state
+        .redis
+        .announce_key(id, (!updated.user_suspended).then_some(updated.version))
+        .await;
     Ok(updated.info)
 }
 
@@ -103,12 +122,24 @@ pub async fn revoke(state: &AppState, id: &str) -> ApiResult<()> {
     let tx = client.transaction().await?;
     if !keys::delete(&*tx, id).await? {
         drop(tx);
-        state.redis.clear_keys(&ids).await.context("clear liveness of unknown key")?;
+        state
+            .redis
+            .clear_keys(&ids)
+            .await
+            .context("clear liveness of unknown key")?;
         return Err(unknown_key(id));
     }
-    state.redis.clear_keys(&ids).await.context("clear key liveness before revocation")?;
+    state
+        .redis
+        .clear_keys(&ids)
+        .await
+        .context("clear key liveness before revocation")?;
     tx.commit().await?;
-    state.redis.clear_keys(&ids).await.context("clear key liveness after revocation")?;
+    state
+        .redis
+        .clear_keys(&ids)
+        .await
+        .context("clear key liveness after revocation")?;
     state.redis.announce_key(id, None).await;
     Ok(())
 }
@@ -119,12 +150,18 @@ pub async fn revoke(state: &AppState, id: &str) -> ApiResult<()> {
 /// a revocation.
 pub async fn fetch(state: &AppState, id: &str) -> ApiResult<KeyRecord> {
     let client = state.pool.get().await?;
-    let record = keys::get_record(&**client, id).await?.ok_or_else(|| unknown_key(id))?;
+    let record = keys::get_record(&**client, id)
+        .await?
+        .ok_or_else(|| unknown_key(id))?;
     if record.user.suspended {
         return Ok(record);
     }
     if let Err(e) = state.redis.set_key_version(id, record.version).await {
-        tracing::warn!(error = format!("{e:#}"), id, "redis: seed key liveness failed; continuing");
+        tracing::warn!(
+            error = format!("{e:#}"),
+            id,
+            "redis: seed key liveness failed; continuing"
+        );
         return Ok(record);
     }
     match keys::live_version(&**client, id).await? {
@@ -132,11 +169,17 @@ pub async fn fetch(state: &AppState, id: &str) -> ApiResult<KeyRecord> {
         Some(v) => {
             // Updated meanwhile: seed the newer version, answer the newer record.
             let _ = state.redis.set_key_version(id, v).await;
-            keys::get_record(&**client, id).await?.ok_or_else(|| unknown_key(id))
+            keys::get_record(&**client, id)
+                .await?
+                .ok_or_else(|| unknown_key(id))
         }
         None => {
             if let Err(e) = state.redis.clear_keys(&[id.to_string()]).await {
-                tracing::error!(error = format!("{e:#}"), id, "redis: could not clear liveness seeded during revocation");
+                tracing::error!(
+                    error = format!("{e:#}"),
+                    id,
+                    "redis: could not clear liveness seeded during revocation"
+                );
             }
             match keys::get_record(&**client, id).await? {
                 Some(r) => Ok(r),

@@ -11,21 +11,28 @@ const MAX_NAME_LEN: usize = 63;
 fn validate(req: &AddShard) -> ApiResult<i32> {
     let name_ok = !req.name.is_empty()
         && req.name.len() <= MAX_NAME_LEN
-        && req.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        && req
+            .name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
     if !name_ok {
         return Err(ApiError::bad_request(format!(
             "Shard name must be 1 to {MAX_NAME_LEN} characters of a-z, 0-9, '-' and '_'."
         )));
     }
     if !(req.url.starts_with("http://") || req.url.starts_with("https://")) {
-        return Err(ApiError::bad_request("Shard url must start with http:// or https://."));
+        return Err(ApiError::bad_request(
+            "Shard url must start with http:// or https://.",
+        ));
     }
     if req.postgres.trim().is_empty() {
         return Err(ApiError::bad_request("Shard postgres DSN is required."));
     }
     match i32::try_from(req.weight) {
         Ok(w) if w >= 1 => Ok(w),
-        _ => Err(ApiError::bad_request("Shard weight must be between 1 and 2147483647.")),
+        _ => Err(ApiError::bad_request(
+            "Shard weight must be between 1 and 2147483647.",
+        )),
     }
 }
 

@@ -34,7 +34,9 @@ pub async fn create(state: &AppState, req: CreateUser) -> ApiResult<User> {
         _ => email.split('@').next().unwrap_or_default().to_string(),
     };
     if name.chars().count() > MAX_NAME_LEN {
-        return Err(ApiError::bad_request(format!("name must be at most {MAX_NAME_LEN} characters.")));
+        return Err(ApiError::bad_request(format!(
+            "name must be at most {MAX_NAME_LEN} characters."
+        )));
     }
     let client = state.pool.get().await?;
     let id = ids::new_untagged(Kind::User);
@@ -52,18 +54,31 @@ pub async fn create(state: &AppState, req: CreateUser) -> ApiResult<User> {
 pub async fn set_suspended(state: &AppState, id: &str, suspended: bool) -> ApiResult<User> {
     let mut client = state.pool.get().await?;
     let tx = client.transaction().await?;
-    let row = users::set_suspended(&*tx, id, suspended).await?.ok_or_else(|| unknown_user(id))?;
+    let row = users::set_suspended(&*tx, id, suspended)
+        .await?
+        .ok_or_else(|| unknown_user(id))?;
     let user_keys = keys::versions_of_user(&*tx, id).await?;
     let key_ids: Vec<String> = user_keys.iter().map(|(k, _)| k.clone()).collect();
     if suspended {
-        state.redis.clear_keys(&key_ids).await.context("clear key liveness before suspension")?;
+        state
+            .redis
+            .clear_keys(&key_ids)
+            .await
+            .context("clear key liveness before suspension")?;
     }
     tx.commit().await?;
     if suspended {
-        state.redis.clear_keys(&key_ids).await.context("clear key liveness after suspension")?;
+        state
+            .redis
+            .clear_keys(&key_ids)
+            .await
+            .context("clear key liveness after suspension")?;
     }
     for (key_id, version) in &user_keys {
-        state.redis.announce_key(key_id, (!suspended).then_some(*version)).await;
+        state
+            .redis
+            .announce_key(key_id, (!suspended).then_some(*version))
+            .await;
     }
     state.redis.announce_user(id, row.access_version).await;
     Ok(row.user)
@@ -76,7 +91,9 @@ mod tests {
     #[test]
     fn emails() {
         assert_eq!(validate_email(" a@b.co ").unwrap(), "a@b.co");
-        for bad in ["", "a", "a@", "@b.co", "a@b", "a b@c.de", "a@b@c.de", "a@b..de", "a@.de"] {
+        for bad in [
+            "", "a", "a@", "@b.co", "a@b", "a b@c.de", "a@b@c.de", "a@b..de", "a@.de",
+        ] {
             assert!(validate_email(bad).is_err(), "{bad} should be refused");
         }
     }
