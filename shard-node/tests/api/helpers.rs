@@ -1,0 +1,319 @@
+//! Spawns the real shard node in-process against a throwaway PostgreSQL
+//! database (one per test binary run) and drives it over HTTP with
+//! principals signed here.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use cluster_protocol::control::{Access, Allocation, Role, ShardRef};
+use cluster_protocol::ids;
+use cluster_protocol::principal::{
+    Principal, HEADER_PRINCIPAL, HEADER_SIGNATURE, HEADER_TIMESTAMP,
+};
+use serde_json::Value;
+use shard_node::config::{Config, Secret};
+use tokio::sync::OnceCell;
+
+pub const SECRET: &str = "test-cluster-secret";
+pub const SHARD: &str = "test-shard";
+
+static DATABASE_URL: OnceCell<String> = OnceCell::const_new();
+
+fn admin_url() -> String {
+    std::env::var("TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// Creates the throwaway database once per test binary run.
+async fn database_url() -> String {
+    DATABASE_URL
+        .get_or_init(|| async {
+            let admin = admin_url();
+            let (client, conn) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
+                .await
+                .expect("connect to TEST_POSTGRES_URL");
+            let task = tokio::spawn(conn);
+            drop_stale_databases(&client).await;
+            let name = format!(
+                "shard_node_test_{}_{}",
+                std::process::id(),
+                ids::random_token(6).to_lowercase()
+            );
+            client
+                .batch_execute(&format!("CREATE DATABASE {name}"))
+                .await
+                .expect("create the test database");
+            drop(client);
+            let _ = task.await;
+            let (base, _) = admin.rsplit_once('/').expect("URL has a database path");
+            format!("{base}/{name}")
+        })
+        .await
+        .clone()
+}
+
+/// Drops throwaway databases left by earlier runs whose process is gone.
+async fn drop_stale_databases(client: &tokio_postgres::Client) {
+    let Ok(rows) = client
+        .query(
+            "SELECT datname::text FROM pg_database WHERE datname LIKE 'shard_node_test_%'",
+            &[],
+        )
+        .await
+    else {
+        return;
+    };
+    for row in rows {
+        let name: String = row.get(0);
+        let pid = name
+            .trim_start_matches("shard_node_test_")
+            .split('_')
+            .next()
+            .unwrap_or("");
+        let alive = pid
+            .parse::<u32>()
+            .is_ok_and(|p| std::path::Path::new(&format!("/proc/{p}")).exists());
+        if !alive {
+            let _ = client
+                .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\""))
+                .await;
+        }
+    }
+}
+
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub http: reqwest::Client,
+    pub pg: tokio_postgres::Client,
+    pub db: shard_node::state::Db,
+}
+
+/// A response: status and parsed JSON body (Null when not JSON).
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+}
+
+impl Reply {
+    pub fn error_message(&self) -> &str {
+        self.body["error"]["message"].as_str().unwrap_or("")
+    }
+    pub fn error_code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("")
+    }
+}
+
+pub enum Body {
+    None,
+    Json(Value),
+    Raw(&'static str),
+}
+
+pub async fn spawn_app() -> TestApp {
+    let url = database_url().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let config = Config {
+        shard_name: SHARD.into(),
+        listen: addr,
+        database_url: Secret::new(url.clone()),
+        cluster_secret: Secret::new(SECRET),
+        control_plane_url: None,
+        control_plane_token: None,
+        pool_size: 4,
+    };
+    tokio::spawn(async move {
+        if let Err(e) = shard_node::run_until(config, listener, std::future::pending()).await {
+            panic!("shard node failed: {e:#}");
+        }
+    });
+    let (pg, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let http = reqwest::Client::new();
+    let health = format!("http://{addr}/internal/health");
+    for _ in 0..100 {
+        if let Ok(r) = http.get(&health).send().await {
+            if r.status() == 200 {
+                let db = shard_node::state::Db::connect(&url, 2).unwrap();
+                return TestApp { addr, http, pg, db };
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("shard node did not become healthy");
+}
+
+pub fn user_id() -> String {
+    ids::new_untagged(ids::Kind::User)
+}
+
+fn base(user: &str, database_id: Option<&str>) -> Principal {
+    Principal {
+        user_id: user.into(),
+        key_id: ids::new_untagged(ids::Kind::Key),
+        access: Access::ReadWrite,
+        narrowed: false,
+        database_id: database_id.map(String::from),
+        role: None,
+        support: false,
+        epoch: Some(1),
+        new_database: None,
+    }
+}
+
+pub fn member(user: &str, database_id: &str, role: Role) -> Principal {
+    Principal {
+        role: Some(role),
+        ..base(user, Some(database_id))
+    }
+}
+
+pub fn owner(user: &str, database_id: &str) -> Principal {
+    member(user, database_id, Role::Owner)
+}
+
+pub fn editor(database_id: &str) -> Principal {
+    member(&user_id(), database_id, Role::Editor)
+}
+
+pub fn viewer(database_id: &str) -> Principal {
+    member(&user_id(), database_id, Role::Viewer)
+}
+
+pub fn support(database_id: &str) -> Principal {
+    Principal {
+        support: true,
+        ..base(&user_id(), Some(database_id))
+    }
+}
+
+pub fn read_only(p: Principal) -> Principal {
+    Principal {
+        access: Access::ReadOnly,
+        ..p
+    }
+}
+
+/// A principal without a database (the lookup fan-out).
+pub fn bare(user: &str) -> Principal {
+    base(user, None)
+}
+
+/// A principal carrying a fresh allocation for this shard.
+pub fn creator(user: &str) -> Principal {
+    let tag = ids::random_token(ids::TAG_LEN);
+    let allocation = Allocation {
+        database_id: ids::new_database_id(&tag),
+        tag,
+        position: rand::random::<u32>() as i64,
+        shard: ShardRef {
+            name: SHARD.into(),
+            url: "http://unused".into(),
+        },
+        epoch: 1,
+    };
+    Principal {
+        new_database: Some(allocation),
+        ..base(user, None)
+    }
+}
+
+pub enum Signing<'a> {
+    Unsigned,
+    With(&'a Principal),
+    WrongSecret(&'a Principal),
+}
+
+impl TestApp {
+    pub async fn call(&self, method: &str, path: &str, signing: Signing<'_>, body: Body) -> Reply {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut req = self
+            .http
+            .request(method, format!("http://{}{}", self.addr, path));
+        let now = chrono::Utc::now().timestamp();
+        let signed = match signing {
+            Signing::Unsigned => None,
+            Signing::With(p) => Some(p.sign(SECRET.as_bytes(), now)),
+            Signing::WrongSecret(p) => Some(p.sign(b"not-the-secret", now)),
+        };
+        if let Some(h) = signed {
+            req = req
+                .header(HEADER_PRINCIPAL, h.principal)
+                .header(HEADER_TIMESTAMP, h.timestamp)
+                .header(HEADER_SIGNATURE, h.signature);
+        }
+        req = match body {
+            Body::None => req,
+            Body::Json(v) => req
+                .header("content-type", "application/json")
+                .body(serde_json::to_vec(&v).unwrap()),
+            Body::Raw(s) => req.header("content-type", "application/json").body(s),
+        };
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        let bytes = resp.bytes().await.unwrap();
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Reply { status, body }
+    }
+
+    pub async fn get(&self, path: &str, p: &Principal) -> Reply {
+        self.call("GET", path, Signing::With(p), Body::None).await
+    }
+    pub async fn post(&self, path: &str, p: &Principal, body: Value) -> Reply {
+        self.call("POST", path, Signing::With(p), Body::Json(body))
+            .await
+    }
+    pub async fn patch(&self, path: &str, p: &Principal, body: Value) -> Reply {
+        self.call("PATCH", path, Signing::With(p), Body::Json(body))
+            .await
+    }
+    pub async fn delete(&self, path: &str, p: &Principal) -> Reply {
+        self.call("DELETE", path, Signing::With(p), Body::None)
+            .await
+    }
+
+    /// Creates a database owned by `user`; returns its JSON.
+    pub async fn create_database(&self, user: &str, name: &str) -> Value {
+        let r = self
+            .post(
+                "/api/databases",
+                &creator(user),
+                serde_json::json!({ "name": name }),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        r.body["database"].clone()
+    }
+
+    /// A fresh database and its owner's principal.
+    pub async fn owned_database(&self) -> (String, Principal) {
+        let user = user_id();
+        let db = self.create_database(&user, "Test").await;
+        let id = db["id"].as_str().unwrap().to_string();
+        let p = owner(&user, &id);
+        (id, p)
+    }
+
+    pub async fn create_table(&self, database_id: &str, p: &Principal, name: &str) -> Value {
+        let r = self
+            .post(
+                &format!("/api/databases/{database_id}/tables"),
+                p,
+                serde_json::json!({ "name": name }),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        r.body["table"].clone()
+    }
+}
+
+/// RFC 3339 UTC with exactly three fractional digits.
+pub fn assert_ms_timestamp(v: &Value) {
+    let s = v.as_str().unwrap_or_else(|| panic!("not a string: {v}"));
+    assert_eq!(s.len(), 24, "{s}");
+    assert!(s.ends_with('Z') && s.as_bytes()[19] == b'.', "{s}");
+    assert!(chrono::DateTime::parse_from_rfc3339(s).is_ok(), "{s}");
+}

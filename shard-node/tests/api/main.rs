@@ -1,0 +1,6 @@
+//! Integration tests: the real shard node over HTTP, real PostgreSQL.
+
+mod auth;
+mod databases;
+mod helpers;
+mod tables;
