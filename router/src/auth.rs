@@ -1,0 +1,194 @@
+//! The gate every keyed request passes: address shield, bearer, key
+//! verification, key budget and key liveness, in that order.
+//!
+//! Hot path (key already verified here): one Redis round trip charging the
+//! shield and the key budget and reading the versions. Cold path (first use
+//! of a key on this router, or a bad credential): the shield alone is charged
+//! first, then the key is fetched and verified, then the key budget is
+//! charged in a second round trip.
+
+use std::sync::Arc;
+
+use cluster_protocol::control::Role;
+use cluster_protocol::principal::Principal;
+use http::{header, HeaderMap, HeaderValue, Response};
+
+use crate::bearer;
+use crate::errors::{ApiError, Body};
+use crate::keys::{AuthError, Cached, KeyStore, VerifiedKey, FALLBACK_MAX_AGE};
+use crate::limiter::Decision;
+use crate::limiter_lua::{Charge, Outcome, Versions};
+use crate::state::AppState;
+
+/// A verified caller.
+pub struct Caller {
+    pub key: Arc<VerifiedKey>,
+    pub versions: Versions,
+    pub last_used_ms: Option<i64>,
+    pub address: String,
+    /// The key budget's decision for this request.
+    pub budget: Decision,
+}
+
+impl Caller {
+    pub fn user_id(&self) -> &str {
+        &self.key.record.user.id
+    }
+
+    /// What to compare the cached `UserAccess` with.
+    pub fn user_version(&self) -> Option<Option<i64>> {
+        match self.versions {
+            Versions::Redis { user, .. } => Some(user),
+            Versions::Unknown => None,
+        }
+    }
+
+    pub fn principal(
+        &self,
+        database_id: Option<&str>,
+        role: Option<Role>,
+        support: bool,
+        epoch: Option<i64>,
+    ) -> Principal {
+        let r = &self.key.record;
+        Principal {
+            user_id: r.user.id.clone(),
+            key_id: r.id.clone(),
+            access: r.access,
+            narrowed: r.databases.is_narrowed(),
+            database_id: database_id.map(String::from),
+            role,
+            support,
+            epoch,
+            new_database: None,
+        }
+    }
+
+    /// Sets `X-RateLimit-Limit` / `X-RateLimit-Remaining` from the key budget.
+    pub fn stamp(&self, resp: &mut Response<Body>) {
+        let h = resp.headers_mut();
+        h.insert("x-ratelimit-limit", HeaderValue::from(self.budget.limit));
+        h.insert(
+            "x-ratelimit-remaining",
+            HeaderValue::from(self.budget.remaining),
+        );
+    }
+}
+
+fn shield_denied(out: &Outcome) -> Option<ApiError> {
+    (!out.shield.allowed).then_some(ApiError::RateLimited {
+        retry_after_ms: out.shield.retry_after_ms,
+    })
+}
+
+/// Runs the gate; `Err` is the response to send (401, 429 or 500, without
+/// rate-limit headers since no key was verified).
+pub async fn gate(
+    state: &AppState,
+    headers: &HeaderMap,
+    address: String,
+) -> Result<Caller, ApiError> {
+    let cfg = &state.config;
+    let auth = headers.get(header::AUTHORIZATION);
+    let shield_limit = if auth.is_some() {
+        cfg.address_limit_per_min
+    } else {
+        cfg.anon_limit_per_min
+    };
+    let shield_only = Charge {
+        address: &address,
+        shield_limit,
+        key: None,
+    };
+    let Some(bearer) = auth.and_then(|v| bearer::parse(v.as_bytes())) else {
+        let out = state.limiter.charge(shield_only).await;
+        return Err(shield_denied(&out).unwrap_or(ApiError::Unauthorized));
+    };
+    let (key, out) = match state.keys.check_cached(bearer.key_id, bearer.secret) {
+        Cached::Verified(key) => {
+            let charge = Charge {
+                address: &address,
+                shield_limit,
+                key: Some((bearer.key_id, &key.record.user.id, cfg.key_limit_per_min)),
+            };
+            let out = state.limiter.charge(charge).await;
+            if let Some(e) = shield_denied(&out) {
+                return Err(e);
+            }
+            (key, out)
+        }
+        Cached::WrongSecret => {
+            let out = state.limiter.charge(shield_only).await;
+            return Err(shield_denied(&out).unwrap_or(ApiError::Unauthorized));
+        }
+        Cached::Cold => {
+            let out = state.limiter.charge(shield_only).await;
+            if let Some(e) = shield_denied(&out) {
+                return Err(e);
+            }
+            let key = state
+                .keys
+                .verify_cold(bearer.key_id, bearer.secret)
+                .await
+                .map_err(auth_error)?;
+            let charge = Charge {
+                address: &address,
+                shield_limit: 0,
+                key: Some((bearer.key_id, &key.record.user.id, cfg.key_limit_per_min)),
+            };
+            let out = state.limiter.charge(charge).await;
+            (key, out)
+        }
+    };
+    let key = check_liveness(&state.keys, key, out.versions).await?;
+    let budget = out.key.unwrap_or(Decision {
+        allowed: true,
+        limit: cfg.key_limit_per_min,
+        remaining: cfg.key_limit_per_min,
+        retry_after_ms: 0,
+    });
+    Ok(Caller {
+        key,
+        versions: out.versions,
+        last_used_ms: out.last_used_ms,
+        address,
+        budget,
+    })
+}
+
+fn auth_error(e: AuthError) -> ApiError {
+    match e {
+        AuthError::Unauthorized => ApiError::Unauthorized,
+        AuthError::Unavailable(why) => {
+            tracing::error!(error = %why, "control plane unavailable while verifying a key");
+            ApiError::Internal
+        }
+    }
+}
+
+/// Re-reads the key when Redis says it changed or is gone (revoked, user
+/// suspended), when an invalidation marked it, or, without Redis, when the
+/// cached copy is a few seconds old.
+async fn check_liveness(
+    keys: &KeyStore,
+    key: Arc<VerifiedKey>,
+    versions: Versions,
+) -> Result<Arc<VerifiedKey>, ApiError> {
+    let refresh = KeyStore::is_stale(&key)
+        || match versions {
+            Versions::Redis { key: Some(v), .. } => v != key.record.version,
+            Versions::Redis { key: None, .. } => true,
+            Versions::Unknown => key.fetched_at.elapsed() > FALLBACK_MAX_AGE,
+        };
+    if !refresh {
+        return Ok(key);
+    }
+    match keys.refresh(&key).await {
+        Ok(k) => Ok(k),
+        Err(AuthError::Unavailable(why)) if versions == Versions::Unknown => {
+            tracing::warn!(error = %why, "control plane and redis unreachable: serving a cached key");
+            Ok(key)
+        }
+        Err(e) => Err(auth_error(e)),
+    }
+}

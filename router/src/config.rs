@@ -1,0 +1,77 @@
+//! Router configuration: one struct, read from the environment (CONVENTIONS.md).
+
+use std::{fmt, net::SocketAddr, time::Duration};
+
+use anyhow::Context;
+
+/// A secret that never prints.
+#[derive(Clone)]
+pub struct Secret(pub String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub control_plane_url: String,
+    pub control_plane_token: Secret,
+    pub redis_url: String,
+    pub cluster_secret: Secret,
+    /// Per-key budget per minute (`ROUTER_KEY_LIMIT_PER_MIN`).
+    pub key_limit_per_min: u64,
+    /// Per-address shield when an Authorization header is present.
+    pub address_limit_per_min: u64,
+    /// Per-address shield without an Authorization header.
+    pub anon_limit_per_min: u64,
+    /// Requests handled at once before new ones are shed with 429.
+    pub max_in_flight: usize,
+    /// Idle pooled connections kept per shard.
+    pub pool_max_idle_per_host: usize,
+    /// How long graceful shutdown waits for in-flight requests.
+    pub shutdown_grace: Duration,
+    /// Largest request body buffered (and so retryable on 421).
+    pub retry_buffer_limit: usize,
+}
+
+fn var_or(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_string())
+}
+
+fn required(name: &str) -> anyhow::Result<String> {
+    std::env::var(name).with_context(|| format!("{name} must be set"))
+}
+
+fn number<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T> {
+    match std::env::var(name) {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{name} must be a number, got {v:?}")),
+        Err(_) => Ok(default),
+    }
+}
+
+impl Config {
+    pub fn from_env() -> anyhow::Result<Self> {
+        Ok(Self {
+            listen: var_or("ROUTER_LISTEN", "127.0.0.1:8080")
+                .parse()
+                .context("ROUTER_LISTEN must be host:port")?,
+            control_plane_url: var_or("CONTROL_PLANE_URL", "http://127.0.0.1:8090"),
+            control_plane_token: Secret(required("CONTROL_PLANE_TOKEN")?),
+            redis_url: var_or("REDIS_URL", "redis://127.0.0.1:6379"),
+            cluster_secret: Secret(required("CLUSTER_SECRET")?),
+            key_limit_per_min: number("ROUTER_KEY_LIMIT_PER_MIN", 600)?,
+            address_limit_per_min: number("ROUTER_ADDRESS_LIMIT_PER_MIN", 3000)?,
+            anon_limit_per_min: number("ROUTER_ANON_LIMIT_PER_MIN", 60)?,
+            max_in_flight: number("ROUTER_MAX_IN_FLIGHT", 4096)?,
+            pool_max_idle_per_host: number("ROUTER_POOL_IDLE_PER_SHARD", 256)?,
+            shutdown_grace: Duration::from_secs(number("ROUTER_SHUTDOWN_GRACE_SECS", 30)?),
+            retry_buffer_limit: 64 * 1024,
+        })
+    }
+}

@@ -1,0 +1,227 @@
+//! `GET /api/databases` (fan-out to the shards holding the caller's
+//! databases, merged by position then created_at) and `POST /api/databases`
+//! (allocate, forward to the allocated shard, confirm or release).
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use cluster_protocol::control::{client::ClientError, Access};
+use cluster_protocol::error::forbidden;
+use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use serde_json::Value;
+
+use crate::auth::Caller;
+use crate::errors::{full, json, ApiError, Body};
+use crate::forward::{client_response, read_limited, request_headers};
+use crate::state::AppState;
+use crate::{principal_sign, trace};
+
+const CREATE_BODY_LIMIT: usize = 64 * 1024;
+const LOOKUP_REPLY_LIMIT: usize = 16 * 1024 * 1024;
+
+fn internal(what: &str, e: impl std::fmt::Display) -> ApiError {
+    tracing::error!(error = %e, "{what}");
+    ApiError::Internal
+}
+
+pub async fn list(
+    state: &AppState,
+    caller: &Caller,
+    headers: &HeaderMap,
+    span: &tracing::Span,
+) -> Result<Response<Body>, ApiError> {
+    let access = state
+        .access
+        .get(caller.user_id(), caller.user_version())
+        .await
+        .map_err(|e| internal("user access lookup failed", e))?;
+    let scope = &caller.key.record.databases;
+    let mut ids: Vec<String> = access
+        .memberships
+        .iter()
+        .map(|m| m.database_id.clone())
+        .chain(access.support.iter().cloned())
+        .filter(|id| scope.allows(id))
+        .collect();
+    ids.sort();
+    ids.dedup();
+
+    let mut found = Vec::new();
+    let mut pending = ids;
+    for round in 0..2 {
+        if pending.is_empty() {
+            break;
+        }
+        let placements = state
+            .placements
+            .many(&pending)
+            .await
+            .map_err(|e| internal("placement lookup failed", e))?;
+        let mut by_shard: HashMap<&str, Vec<String>> = HashMap::new();
+        for p in &placements {
+            by_shard
+                .entry(p.shard.url.as_str())
+                .or_default()
+                .push(p.database_id.clone());
+        }
+        let calls = by_shard
+            .iter()
+            .map(|(url, ids)| lookup(state, caller, headers, span, url, ids));
+        for reply in futures::future::join_all(calls).await {
+            found.extend(reply?);
+        }
+        // Databases a shard no longer holds have moved: refresh and ask again once.
+        let seen: std::collections::HashSet<&str> = found
+            .iter()
+            .filter_map(|d| d.get("id").and_then(Value::as_str))
+            .collect();
+        pending.retain(|id| !seen.contains(id.as_str()));
+        if round == 0 {
+            for id in &pending {
+                state.placements.forget_database(id);
+            }
+        }
+    }
+    found.sort_by(|a, b| {
+        let pos = |v: &Value| v.get("position").and_then(Value::as_f64).unwrap_or(0.0);
+        let created = |v: &Value| {
+            v.get("created_at")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        pos(a)
+            .total_cmp(&pos(b))
+            .then_with(|| created(a).cmp(&created(b)))
+    });
+    Ok(json(
+        StatusCode::OK,
+        serde_json::json!({ "databases": found }).to_string(),
+    ))
+}
+
+async fn lookup(
+    state: &AppState,
+    caller: &Caller,
+    incoming: &HeaderMap,
+    span: &tracing::Span,
+    shard_url: &str,
+    ids: &[String],
+) -> Result<Vec<Value>, ApiError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    trace::propagate(span, incoming.get("traceparent"), &mut headers);
+    principal_sign::attach(
+        &mut headers,
+        &caller.principal(None, None, false, None),
+        state.cluster_secret(),
+    );
+    let body = serde_json::json!({ "database_ids": ids }).to_string();
+    let resp = state
+        .forwarder
+        .send(
+            shard_url,
+            &Method::POST,
+            "/internal/databases/lookup",
+            headers,
+            full(body),
+        )
+        .await
+        .map_err(|e| internal("shard unreachable for database lookup", e))?;
+    let status = resp.status();
+    let bytes = http_body_util::Limited::new(resp.into_body(), LOOKUP_REPLY_LIMIT)
+        .collect()
+        .await
+        .map_err(|e| internal("database lookup reply unreadable", e))?
+        .to_bytes();
+    if !status.is_success() {
+        return Err(internal(
+            "database lookup refused",
+            format!("{status} from {shard_url}"),
+        ));
+    }
+    #[derive(serde::Deserialize)]
+    struct Reply {
+        databases: Vec<Value>,
+    }
+    serde_json::from_slice::<Reply>(&bytes)
+        .map(|r| r.databases)
+        .map_err(|e| internal("database lookup reply undecodable", e))
+}
+
+pub async fn create(
+    state: &AppState,
+    caller: &Caller,
+    req: Request<Incoming>,
+    span: &tracing::Span,
+) -> Result<Response<Body>, ApiError> {
+    let record = &caller.key.record;
+    if record.databases.is_narrowed() {
+        return Err(ApiError::Forbidden(forbidden::NARROWED_KEY_CREATE));
+    }
+    if record.access == Access::ReadOnly {
+        return Err(ApiError::Forbidden(forbidden::KEY_READ_ONLY));
+    }
+    let (parts, body) = req.into_parts();
+    let body: Bytes = read_limited(body, CREATE_BODY_LIMIT).await?;
+    let allocation = match state.control.allocate_database(caller.user_id()).await {
+        Ok(a) => a,
+        Err(ClientError::Api { status, body }) if (400..500).contains(&status) => {
+            return Err(ApiError::Upstream { status, body });
+        }
+        Err(e) => return Err(internal("database allocation failed", e)),
+    };
+    let mut headers = request_headers(&parts.headers, &caller.address);
+    trace::propagate(span, parts.headers.get("traceparent"), &mut headers);
+    let mut principal = caller.principal(None, None, false, Some(allocation.epoch));
+    principal.new_database = Some(allocation.clone());
+    principal_sign::attach(&mut headers, &principal, state.cluster_secret());
+    let path = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/api/databases");
+    let sent = state
+        .forwarder
+        .send(
+            &allocation.shard.url,
+            &Method::POST,
+            path,
+            headers,
+            full(body),
+        )
+        .await;
+    let id = allocation.database_id.as_str();
+    let result = match sent {
+        Ok(resp) if resp.status().is_success() => match confirm(state, id).await {
+            Ok(()) => Ok(client_response(resp)),
+            Err(e) => Err(internal("database confirmation failed", e)),
+        },
+        Ok(resp) => {
+            if let Err(e) = state.control.release_database(id).await {
+                tracing::error!(error = %e, db = id, "releasing a failed allocation failed");
+            }
+            Ok(client_response(resp))
+        }
+        Err(e) => {
+            if let Err(e) = state.control.release_database(id).await {
+                tracing::error!(error = %e, db = id, "releasing a failed allocation failed");
+            }
+            Err(internal("shard unreachable for database creation", e))
+        }
+    };
+    state.access.forget(caller.user_id());
+    result
+}
+
+async fn confirm(state: &AppState, id: &str) -> Result<(), ClientError> {
+    match state.control.confirm_database(id).await {
+        Ok(_) => Ok(()),
+        Err(_) => state.control.confirm_database(id).await.map(|_| ()),
+    }
+}

@@ -1,0 +1,118 @@
+//! The router's one error type and its mapping to the part C envelope, plus
+//! small response builders shared by every module.
+
+use bytes::Bytes;
+use cluster_protocol::error::{ErrorBody, ErrorCode};
+use http::{header, HeaderValue, Response, StatusCode};
+use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Empty, Full};
+
+use crate::limiter::retry_after_secs;
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub type Body = UnsyncBoxBody<Bytes, BoxError>;
+
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+pub fn empty() -> Body {
+    Empty::new().map_err(|never| match never {}).boxed_unsync()
+}
+
+/// A JSON response with the given status.
+pub fn json(status: StatusCode, bytes: impl Into<Bytes>) -> Response<Body> {
+    let mut resp = Response::new(full(bytes));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// Everything the router itself can answer with.
+#[derive(Debug)]
+pub enum ApiError {
+    Unauthorized,
+    NotFound,
+    Forbidden(&'static str),
+    BadRequest(String),
+    RateLimited {
+        retry_after_ms: u64,
+    },
+    /// An envelope another tier produced, passed through as is.
+    Upstream {
+        status: u16,
+        body: ErrorBody,
+    },
+    /// Logged where it happens; the client sees only `internal`.
+    Internal,
+}
+
+impl ApiError {
+    pub fn into_response(self) -> Response<Body> {
+        let (body, retry) = match self {
+            ApiError::Unauthorized => (ErrorBody::unauthorized(), None),
+            ApiError::NotFound => (ErrorBody::not_found(), None),
+            ApiError::Forbidden(message) => (ErrorBody::forbidden(message), None),
+            ApiError::BadRequest(message) => (ErrorBody::bad_request(message), None),
+            ApiError::RateLimited { retry_after_ms } => {
+                let secs = retry_after_secs(retry_after_ms);
+                (ErrorBody::rate_limited(secs), Some(secs))
+            }
+            ApiError::Upstream { status, body } => {
+                let code_status = body.code.status();
+                let status = if status == code_status {
+                    status
+                } else {
+                    code_status
+                };
+                let mut resp = json(
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                    body.to_json(),
+                );
+                if body.code == ErrorCode::RateLimited {
+                    resp.headers_mut()
+                        .insert(header::RETRY_AFTER, HeaderValue::from(1u64));
+                }
+                return resp;
+            }
+            ApiError::Internal => (ErrorBody::internal(), None),
+        };
+        let status =
+            StatusCode::from_u16(body.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut resp = json(status, body.to_json());
+        if let Some(secs) = retry {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        resp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_limited_carries_retry_after() {
+        let r = ApiError::RateLimited {
+            retry_after_ms: 1500,
+        }
+        .into_response();
+        assert_eq!(r.status(), 429);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "2");
+    }
+
+    #[test]
+    fn upstream_status_follows_its_code() {
+        let r = ApiError::Upstream {
+            status: 400,
+            body: ErrorBody::bad_request("cap"),
+        }
+        .into_response();
+        assert_eq!(r.status(), 400);
+    }
+}

@@ -1,0 +1,210 @@
+//! Forwarding to shard nodes: a pooled keep-alive HTTP/1 client, header
+//! hygiene (hop-by-hop, `x-cluster-*`, the client's credential), and request
+//! bodies either streamed or (when small and of known length) buffered so a
+//! 421 can be retried.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::rt::TokioExecutor;
+
+use crate::errors::{full, ApiError, Body};
+
+const HOP_BY_HOP: [&str; 8] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "upgrade",
+];
+
+#[derive(Clone)]
+pub struct Forwarder {
+    client: Client<HttpConnector, Body>,
+}
+
+/// A request body ready to send: replayable when buffered.
+pub enum OutBody {
+    Buffered(Bytes),
+    Streaming(Body),
+}
+
+impl OutBody {
+    /// A body for one attempt, and what is left for a retry (if replayable).
+    pub fn take(self) -> (Body, Option<OutBody>) {
+        match self {
+            OutBody::Buffered(b) => (full(b.clone()), Some(OutBody::Buffered(b))),
+            OutBody::Streaming(b) => (b, None),
+        }
+    }
+}
+
+impl Forwarder {
+    pub fn new(max_idle_per_host: usize) -> Self {
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(Duration::from_secs(2)));
+        connector.set_keepalive(Some(Duration::from_secs(60)));
+        let client = Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(max_idle_per_host)
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build(connector);
+        Self { client }
+    }
+
+    pub async fn send(
+        &self,
+        shard_url: &str,
+        method: &Method,
+        path_and_query: &str,
+        headers: HeaderMap,
+        body: Body,
+    ) -> Result<Response<Incoming>, hyper_util::client::legacy::Error> {
+        let uri = format!("{}{}", shard_url.trim_end_matches('/'), path_and_query);
+        let mut req = Request::new(body);
+        *req.method_mut() = method.clone();
+        // A shard URL from the control plane that does not parse fails the
+        // request below as a transport error.
+        *req.uri_mut() = uri.parse().unwrap_or_default();
+        *req.headers_mut() = headers;
+        self.client.request(req).await
+    }
+}
+
+fn named_in_connection(headers: &HeaderMap) -> Vec<HeaderName> {
+    headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|n| HeaderName::try_from(n.trim()).ok())
+        .collect()
+}
+
+fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    for name in named_in_connection(headers) {
+        headers.remove(name);
+    }
+    for name in HOP_BY_HOP {
+        headers.remove(name);
+    }
+}
+
+/// The headers a shard receives: the client's, minus hop-by-hop ones, any
+/// `x-cluster-*` (only the router may set those), the credential and Host;
+/// plus `x-forwarded-for` / `x-forwarded-host`.
+pub fn request_headers(incoming: &HeaderMap, client_address: &str) -> HeaderMap {
+    let mut out = HeaderMap::with_capacity(incoming.len() + 6);
+    for (name, value) in incoming {
+        let n = name.as_str();
+        if n.starts_with("x-cluster-")
+            || name == header::AUTHORIZATION
+            || name == header::HOST
+            || name == header::TRANSFER_ENCODING
+            || n == "traceparent"
+            || n == "tracestate"
+            || n == "x-forwarded-for"
+        {
+            continue;
+        }
+        out.append(name.clone(), value.clone());
+    }
+    strip_hop_by_hop(&mut out);
+    for n in named_in_connection(incoming) {
+        out.remove(n);
+    }
+    if let Some(host) = incoming.get(header::HOST) {
+        out.insert("x-forwarded-host", host.clone());
+    }
+    if let Ok(v) = HeaderValue::try_from(client_address) {
+        out.insert("x-forwarded-for", v);
+    }
+    out
+}
+
+/// The shard's response as the client sees it (hop-by-hop headers removed,
+/// body streamed).
+pub fn client_response(resp: Response<Incoming>) -> Response<Body> {
+    let (mut parts, body) = resp.into_parts();
+    strip_hop_by_hop(&mut parts.headers);
+    parts.headers.remove(header::TRANSFER_ENCODING);
+    Response::from_parts(parts, body.map_err(Into::into).boxed_unsync())
+}
+
+/// Buffers the body when it is known to be at most `limit` bytes (or absent),
+/// so the request can be retried; streams it otherwise.
+pub async fn prepare_body(
+    headers: &HeaderMap,
+    body: Incoming,
+    limit: usize,
+) -> Result<OutBody, ApiError> {
+    let length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let chunked = headers.contains_key(header::TRANSFER_ENCODING);
+    match (length, chunked) {
+        (Some(n), false) if n <= limit as u64 => {
+            read_limited(body, limit).await.map(OutBody::Buffered)
+        }
+        (None, false) => Ok(OutBody::Buffered(Bytes::new())),
+        _ => Ok(OutBody::Streaming(body.map_err(Into::into).boxed_unsync())),
+    }
+}
+
+/// Reads a whole body of at most `limit` bytes (400 beyond it).
+pub async fn read_limited(body: Incoming, limit: usize) -> Result<Bytes, ApiError> {
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(ApiError::BadRequest("Request body is too large.".into()))
+        }
+        Err(_) => Err(ApiError::BadRequest(
+            "Request body could not be read.".into(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forwarded_headers_are_cleaned() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer key_x.y"),
+        );
+        h.insert(header::HOST, HeaderValue::from_static("api.example"));
+        h.insert(
+            header::CONNECTION,
+            HeaderValue::from_static("keep-alive, x-secret"),
+        );
+        h.insert("x-secret", HeaderValue::from_static("1"));
+        h.insert("x-cluster-principal", HeaderValue::from_static("forged"));
+        h.insert("X-Cluster-Signature", HeaderValue::from_static("forged"));
+        h.insert("x-forwarded-for", HeaderValue::from_static("6.6.6.6"));
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        let out = request_headers(&h, "1.2.3.4");
+        assert!(out.get(header::AUTHORIZATION).is_none());
+        assert!(out.get(header::HOST).is_none());
+        assert!(out.get(header::CONNECTION).is_none());
+        assert!(out.get("x-secret").is_none());
+        assert!(out.get("x-cluster-principal").is_none());
+        assert!(out.get("x-cluster-signature").is_none());
+        assert_eq!(out["x-forwarded-for"], "1.2.3.4");
+        assert_eq!(out["x-forwarded-host"], "api.example");
+        assert_eq!(out[header::CONTENT_TYPE], "application/json");
+    }
+}

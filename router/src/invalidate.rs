@@ -1,0 +1,51 @@
+//! Subscription to `cluster:invalidate`: drops cached keys, users and
+//! placements as soon as the control plane says they changed. Reconnects
+//! forever; after a gap it clears placements (messages may have been missed;
+//! keys and users are also checked against Redis versions on every request).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cluster_protocol::control::redis_keys::{Invalidation, INVALIDATION_CHANNEL};
+use futures::StreamExt;
+
+use crate::state::AppState;
+
+pub fn apply(state: &AppState, msg: &Invalidation) {
+    match msg {
+        Invalidation::Key(id) => state.keys.mark_stale(id),
+        Invalidation::User(id) => state.access.forget(id),
+        Invalidation::Placement(id) => state.placements.forget_database(id),
+    }
+}
+
+pub async fn run(state: Arc<AppState>) {
+    let mut first = true;
+    loop {
+        match subscribe_once(&state, first).await {
+            Ok(()) => tracing::warn!("invalidation subscription ended; reconnecting"),
+            Err(e) => tracing::debug!(error = %e, "invalidation subscription failed; retrying"),
+        }
+        first = false;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+async fn subscribe_once(state: &AppState, first: bool) -> redis::RedisResult<()> {
+    let client = redis::Client::open(state.config.redis_url.as_str())?;
+    let mut pubsub = client.get_async_pubsub().await?;
+    pubsub.subscribe(INVALIDATION_CHANNEL).await?;
+    if !first {
+        state.placements.clear();
+    }
+    tracing::info!("subscribed to {INVALIDATION_CHANNEL}");
+    let mut stream = pubsub.on_message();
+    while let Some(msg) = stream.next().await {
+        let payload: Vec<u8> = msg.get_payload_bytes().to_vec();
+        match serde_json::from_slice::<Invalidation>(&payload) {
+            Ok(inv) => apply(state, &inv),
+            Err(e) => tracing::warn!(error = %e, "undecodable invalidation message"),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,43 @@
+//! The router: the stateless edge of the cluster. See `handler` for the
+//! per-request pipeline and `auth` for the credential and rate-limit gate.
+
+pub mod access;
+pub mod auth;
+pub mod bearer;
+pub mod config;
+pub mod databases;
+pub mod errors;
+pub mod forward;
+pub mod handler;
+pub mod health;
+pub mod invalidate;
+pub mod keys;
+pub mod limiter;
+pub mod limiter_lua;
+pub mod placement;
+pub mod principal_sign;
+pub mod proxy;
+pub mod routes;
+pub mod server;
+pub mod state;
+pub mod trace;
+pub mod whoami;
+
+use std::future::Future;
+use std::sync::Arc;
+
+pub use config::Config;
+use tokio::net::TcpListener;
+
+/// Serves on `listener` until `shutdown` resolves, then drains.
+pub async fn run(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let state = Arc::new(state::AppState::new(config)?);
+    let subscriber = tokio::spawn(invalidate::run(state.clone()));
+    server::serve(listener, state, shutdown).await;
+    subscriber.abort();
+    Ok(())
+}

@@ -1,0 +1,94 @@
+//! Tagged routes: authorize against the cached placement and the caller's
+//! access, then forward to the owning shard with a signed principal. A 421
+//! from the shard drops the placement and retries once when the body was
+//! buffered (at most `retry_buffer_limit` bytes); a larger, streamed body
+//! cannot be replayed, so that request fails with `internal` (the placement
+//! is fixed for the next one).
+
+use cluster_protocol::MISPLACED_STATUS;
+use http::{Request, Response};
+use hyper::body::Incoming;
+
+use crate::auth::Caller;
+use crate::errors::{ApiError, Body};
+use crate::forward::{client_response, prepare_body, request_headers};
+use crate::state::AppState;
+use crate::{principal_sign, trace};
+
+pub async fn forward(
+    state: &AppState,
+    caller: &Caller,
+    tag: &str,
+    import: bool,
+    req: Request<Incoming>,
+    span: &tracing::Span,
+) -> Result<Response<Body>, ApiError> {
+    let placement = state.placements.get(tag).await.map_err(|e| {
+        tracing::error!(error = %e, tag, "placement lookup failed");
+        ApiError::Internal
+    })?;
+    let placement = placement.ok_or(ApiError::NotFound)?;
+    let db = placement.database_id.as_str();
+    if !caller.key.record.databases.allows(db) {
+        return Err(ApiError::NotFound);
+    }
+    let access = state
+        .access
+        .get(caller.user_id(), caller.user_version())
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "user access lookup failed");
+            ApiError::Internal
+        })?;
+    let role = access.role_in(db);
+    let support = role.is_none() && access.has_support(db);
+    if role.is_none() && !support && !import {
+        return Err(ApiError::NotFound);
+    }
+
+    let (parts, body) = req.into_parts();
+    let mut headers = request_headers(&parts.headers, &caller.address);
+    trace::propagate(span, parts.headers.get("traceparent"), &mut headers);
+    let path = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/");
+    let body = prepare_body(&parts.headers, body, state.config.retry_buffer_limit).await?;
+
+    let mut shard_url = placement.shard.url.clone();
+    let mut epoch = placement.epoch;
+    let (mut attempt, mut rest) = body.take();
+    for try_no in 0..2 {
+        let principal = caller.principal(Some(db), role, support, Some(epoch));
+        let mut h = headers.clone();
+        principal_sign::attach(&mut h, &principal, state.cluster_secret());
+        let resp = state
+            .forwarder
+            .send(&shard_url, &parts.method, path, h, attempt)
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, shard = %shard_url, "shard unreachable");
+                ApiError::Internal
+            })?;
+        if resp.status().as_u16() != MISPLACED_STATUS {
+            return Ok(client_response(resp));
+        }
+        state.placements.forget_tag(tag);
+        let Some(replay) = rest.take().filter(|_| try_no == 0) else {
+            tracing::error!(shard = %shard_url, db, "misplaced and the request cannot be retried");
+            return Err(ApiError::Internal);
+        };
+        tracing::info!(shard = %shard_url, db, "misplaced: refreshing placement and retrying");
+        let fresh = state.placements.get(tag).await.map_err(|e| {
+            tracing::error!(error = %e, tag, "placement refresh failed");
+            ApiError::Internal
+        })?;
+        let fresh = fresh.ok_or(ApiError::NotFound)?;
+        shard_url = fresh.shard.url.clone();
+        epoch = fresh.epoch;
+        (attempt, rest) = replay.take();
+    }
+    tracing::error!(db, "shard still says misplaced after a refresh");
+    Err(ApiError::Internal)
+}
