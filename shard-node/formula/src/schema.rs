@@ -1,0 +1,97 @@
+//! What the compiler needs to know about the table: its fields, by name.
+
+use std::collections::HashMap;
+
+/// One field of the table, as the caller (the server) describes it.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct SchemaField {
+    /// `fld_...` id; reported in `referenced_field_ids`.
+    pub id: String,
+    /// Exact name, matched case-sensitively by `{Name}` references.
+    pub name: String,
+    /// Column that holds the value (always double-quoted in the SQL).
+    /// Unused for formula fields, whose expression is inlined.
+    pub column: String,
+    pub kind: FieldKind,
+}
+
+/// How a formula sees a field's value. Column types assumed: number
+/// `numeric`, text `text`, date `date` (or `timestamptz` with time),
+/// checkbox `boolean`, single select `text` holding the choice id.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum FieldKind {
+    /// number, currency, percent, rating, duration (seconds).
+    Number,
+    /// single_line_text, long_text, email, phone, url, member.
+    Text,
+    /// date; `with_time` means a `timestamptz` column.
+    Date { with_time: bool },
+    /// checkbox.
+    Checkbox,
+    /// single_select: read as the choice NAME (text) through a CASE over
+    /// the choices. Renaming a choice therefore requires rebuilding the
+    /// formula columns that read this field.
+    SingleSelect { choices: Vec<Choice> },
+    /// Another formula field: its stored canonical expression is compiled
+    /// and inlined (PostgreSQL cannot chain generated columns).
+    Formula { expression: String },
+    /// Anything a formula cannot read (link, attachment, multi_select,
+    /// multi_member, lookup, rollup, button). `costume` names it in errors.
+    NotReferencable { costume: String },
+}
+
+/// A single-select choice: the id stored in the cell, the name shown.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Choice {
+    pub id: String,
+    pub name: String,
+}
+
+/// The fields of one table, indexed by name.
+#[derive(Debug, Clone, Default)]
+pub struct Schema {
+    fields: Vec<SchemaField>,
+    by_name: HashMap<String, usize>,
+    by_id: HashMap<String, usize>,
+}
+
+impl Schema {
+    pub fn new(fields: Vec<SchemaField>) -> Schema {
+        let mut by_name = HashMap::new();
+        let mut by_id = HashMap::new();
+        for (i, f) in fields.iter().enumerate() {
+            by_name.entry(f.name.clone()).or_insert(i);
+            by_id.entry(f.id.clone()).or_insert(i);
+        }
+        Schema {
+            fields,
+            by_name,
+            by_id,
+        }
+    }
+
+    pub fn fields(&self) -> &[SchemaField] {
+        &self.fields
+    }
+
+    pub fn by_id(&self, id: &str) -> Option<&SchemaField> {
+        self.by_id.get(id).map(|&i| &self.fields[i])
+    }
+
+    /// Exact name first; otherwise the one field whose trimmed name equals
+    /// the trimmed reference (so `{ Price }` finds `Price`).
+    pub fn resolve(&self, name: &str) -> Option<&SchemaField> {
+        if let Some(&i) = self.by_name.get(name) {
+            return Some(&self.fields[i]);
+        }
+        let want = name.trim();
+        let mut found = self.fields.iter().filter(|f| f.name.trim() == want);
+        match (found.next(), found.next()) {
+            (Some(f), None) => Some(f),
+            _ => None,
+        }
+    }
+}
