@@ -1,0 +1,444 @@
+//! AST -> SQL. Only fixed SQL text, quoted identifiers from the schema, and
+//! placeholders from [`Params`]. Every condition compiles to an expression
+//! that is TRUE or FALSE, never NULL, so callers may also select it or
+//! negate it.
+
+use super::{ChoiceRef, Condition, Filter, Group, Join, Node, Operand};
+use crate::dates::{start_of_day, Resolved};
+use crate::schema::{Aggregation, Env, LinkSpec, Op, Schema, Storage};
+use crate::sql::{qualified, quote_ident, Params, SqlValue};
+
+/// Aliases used inside link subqueries; a caller's row alias must differ.
+const CONN: &str = "\"__fl_c\"";
+const TARGET: &str = "\"__fl_t\"";
+
+/// Compile a parsed filter into a boolean SQL expression over the record
+/// table aliased `row_alias` in the caller's FROM (unquoted; it is quoted
+/// here). A filter that constrains nothing compiles to `TRUE`.
+pub fn compile(
+    filter: &Filter,
+    schema: &Schema,
+    env: &Env,
+    row_alias: &str,
+    params: &mut Params,
+) -> String {
+    let c = Compiler {
+        schema,
+        env,
+        row: quote_ident(row_alias),
+    };
+    c.group(&filter.root, params)
+        .unwrap_or_else(|| "TRUE".to_owned())
+}
+
+struct Compiler<'a> {
+    schema: &'a Schema,
+    env: &'a Env,
+    row: String,
+}
+
+const TRUE: &str = "TRUE";
+const FALSE: &str = "FALSE";
+
+impl Compiler<'_> {
+    /// None when the group constrains nothing (no conditions, or only empty
+    /// groups): it is left out of its parent rather than read as TRUE.
+    fn group(&self, g: &Group, params: &mut Params) -> Option<String> {
+        let parts: Vec<String> = g
+            .nodes
+            .iter()
+            .filter_map(|n| match n {
+                Node::Condition(c) => Some(self.condition(c, params)),
+                Node::Group(g) => self.group(g, params),
+            })
+            .collect();
+        match parts.len() {
+            0 => None,
+            1 => parts.into_iter().next(),
+            _ => {
+                let sep = match g.join {
+                    Join::And => " AND ",
+                    Join::Or => " OR ",
+                };
+                Some(format!("({})", parts.join(sep)))
+            }
+        }
+    }
+
+    fn condition(&self, c: &Condition, params: &mut Params) -> String {
+        let field = &self.schema.fields[c.field];
+        let col = field.column_sql(&self.row);
+        match &field.storage {
+            Storage::Text | Storage::LongText => text(&col, c.op, &c.operand, params),
+            Storage::Number => number(&col, c.op, &c.operand, params),
+            Storage::Date { include_time } => {
+                date(&col, *include_time, c.op, &c.operand, self.env, params)
+            }
+            Storage::Checkbox => checkbox(&col, &c.operand),
+            Storage::SingleSelect { .. } => single_select(&col, c.op, &c.operand, params),
+            Storage::MultiSelect { .. } => {
+                multi_select(&col, field.is_multi_member(), c.op, &c.operand, params)
+            }
+            Storage::Attachment => list_emptiness(&col, c.op),
+            Storage::Link(link) => self.link(link, c.op, &c.operand, params),
+            Storage::Lookup {
+                link,
+                target,
+                target_column,
+            } => self.lookup(link, target, target_column, c.op, &c.operand, params),
+            Storage::Rollup {
+                link,
+                aggregation,
+                target_column,
+                result,
+            } => {
+                let value = format!(
+                    "{TARGET}.{}",
+                    quote_ident(target_column.as_deref().unwrap_or("id"))
+                );
+                let agg = match aggregation {
+                    Aggregation::Count => "count(*)".to_owned(),
+                    Aggregation::Sum => format!("sum({value})"),
+                    Aggregation::Avg => format!("avg({value})"),
+                    Aggregation::Min => format!("min({value})"),
+                    Aggregation::Max => format!("max({value})"),
+                };
+                let expr = format!("(SELECT {agg} {})", self.link_from(link));
+                self.scalar(&expr, result, c.op, &c.operand, params)
+            }
+            // Refused by the parser; match nothing if built by hand.
+            Storage::Button => FALSE.to_owned(),
+        }
+    }
+
+    /// Conditions on a scalar expression of the given storage.
+    fn scalar(
+        &self,
+        e: &str,
+        storage: &Storage,
+        op: Op,
+        v: &Operand,
+        params: &mut Params,
+    ) -> String {
+        match storage {
+            Storage::Text | Storage::LongText => text(e, op, v, params),
+            Storage::Number => number(e, op, v, params),
+            Storage::Date { include_time } => date(e, *include_time, op, v, self.env, params),
+            Storage::Checkbox => checkbox(e, v),
+            _ => FALSE.to_owned(),
+        }
+    }
+
+    /// `FROM connector JOIN live target WHERE connector.own = row.id`
+    fn link_from(&self, link: &LinkSpec) -> String {
+        format!(
+            "FROM {conn_table} AS {CONN} JOIN {target_table} AS {TARGET} \
+             ON {TARGET}.\"id\" = {CONN}.{other} AND {TARGET}.\"deleted_at\" IS NULL \
+             WHERE {CONN}.{own} = {row}.\"id\"",
+            conn_table = qualified(&link.schema, &link.connector),
+            target_table = qualified(&link.schema, &link.target_table),
+            other = quote_ident(&link.other_column),
+            own = quote_ident(&link.own_column),
+            row = self.row,
+        )
+    }
+
+    fn link(&self, link: &LinkSpec, op: Op, v: &Operand, params: &mut Params) -> String {
+        let from = self.link_from(link);
+        let other = format!("{CONN}.{}", quote_ident(&link.other_column));
+        let ids = match v {
+            Operand::Records(ids) => ids.clone(),
+            _ => Vec::new(),
+        };
+        match op {
+            Op::Empty => format!("NOT EXISTS (SELECT 1 {from})"),
+            Op::NotEmpty => format!("EXISTS (SELECT 1 {from})"),
+            Op::HasAny if ids.is_empty() => FALSE.to_owned(),
+            Op::HasAll | Op::HasNone if ids.is_empty() => TRUE.to_owned(),
+            Op::IsExactly if ids.is_empty() => FALSE.to_owned(),
+            Op::HasAny => {
+                let p = params.push(SqlValue::TextArray(ids));
+                format!("EXISTS (SELECT 1 {from} AND {other} = ANY({p}))")
+            }
+            Op::HasNone => {
+                let p = params.push(SqlValue::TextArray(ids));
+                format!("NOT EXISTS (SELECT 1 {from} AND {other} = ANY({p}))")
+            }
+            Op::HasAll => {
+                let p = params.push(SqlValue::TextArray(ids));
+                format!(
+                    "((SELECT count(DISTINCT {other}) {from} AND {other} = ANY({p})) = cardinality({p}))"
+                )
+            }
+            Op::IsExactly => {
+                let p = params.push(SqlValue::TextArray(ids));
+                format!(
+                    "(SELECT count(DISTINCT {other}) FILTER (WHERE {other} = ANY({p})) = cardinality({p}) \
+                     AND count(*) FILTER (WHERE NOT ({other} = ANY({p}))) = 0 {from})"
+                )
+            }
+            _ => FALSE.to_owned(),
+        }
+    }
+
+    /// Positive operators: some linked live record satisfies the condition.
+    /// `is_not`, `not_contains`, `empty`: no linked live record satisfies
+    /// `is`, `contains`, `not_empty` (exact negations).
+    fn lookup(
+        &self,
+        link: &LinkSpec,
+        target: &Storage,
+        target_column: &str,
+        op: Op,
+        v: &Operand,
+        params: &mut Params,
+    ) -> String {
+        let from = self.link_from(link);
+        let e = format!("{TARGET}.{}", quote_ident(target_column));
+        let (negated, inner_op) = match op {
+            Op::IsNot => (true, Op::Is),
+            Op::NotContains => (true, Op::Contains),
+            Op::Empty => (true, Op::NotEmpty),
+            other => (false, other),
+        };
+        let inner_value = if inner_op == Op::NotEmpty {
+            &Operand::None
+        } else {
+            v
+        };
+        let cond = self.scalar(&e, target, inner_op, inner_value, params);
+        let exists = format!("EXISTS (SELECT 1 {from} AND {cond})");
+        if negated {
+            format!("NOT {exists}")
+        } else {
+            exists
+        }
+    }
+}
+
+fn cmp_sql(op: Op) -> &'static str {
+    match op {
+        Op::Is => "=",
+        Op::IsNot => "<>",
+        Op::Greater | Op::After => ">",
+        Op::GreaterOrEqual | Op::OnOrAfter => ">=",
+        Op::Less | Op::Before => "<",
+        Op::LessOrEqual | Op::OnOrBefore => "<=",
+        _ => "=",
+    }
+}
+
+/// `e OP p` made NULL-free: `is_not` also matches empty cells, every other
+/// comparison never does.
+fn compare(e: &str, op: Op, p: &str) -> String {
+    if op == Op::IsNot {
+        format!("({e} IS NULL OR {e} <> {p})")
+    } else {
+        format!("({e} IS NOT NULL AND {e} {} {p})", cmp_sql(op))
+    }
+}
+
+/// `%`, `_` and the escape character itself, for ILIKE ... ESCAPE '\'.
+pub(crate) fn like_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    for c in s.chars() {
+        if matches!(c, '\\' | '%' | '_') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn text(e: &str, op: Op, v: &Operand, params: &mut Params) -> String {
+    let value = match v {
+        Operand::Text(s) => s.clone(),
+        _ => String::new(),
+    };
+    match op {
+        Op::Empty => format!("({e} IS NULL OR {e} = '')"),
+        Op::NotEmpty => format!("({e} IS NOT NULL AND {e} <> '')"),
+        Op::Contains | Op::NotContains => {
+            let p = params.push(SqlValue::Text(format!("%{}%", like_escape(&value))));
+            if op == Op::Contains {
+                format!("({e} IS NOT NULL AND {e} ILIKE {p} ESCAPE E'\\\\')")
+            } else {
+                format!("({e} IS NULL OR {e} NOT ILIKE {p} ESCAPE E'\\\\')")
+            }
+        }
+        Op::Is | Op::IsNot => {
+            let p = params.push(SqlValue::Text(value));
+            compare(e, op, &p)
+        }
+        _ => FALSE.to_owned(),
+    }
+}
+
+fn number(e: &str, op: Op, v: &Operand, params: &mut Params) -> String {
+    match (op, v) {
+        (Op::Empty, _) => format!("({e} IS NULL)"),
+        (Op::NotEmpty, _) => format!("({e} IS NOT NULL)"),
+        (_, Operand::Number(n)) => {
+            let p = params.push(SqlValue::Numeric(n.clone()));
+            compare(e, op, &p)
+        }
+        _ => FALSE.to_owned(),
+    }
+}
+
+fn date(
+    e: &str,
+    include_time: bool,
+    op: Op,
+    v: &Operand,
+    env: &Env,
+    params: &mut Params,
+) -> String {
+    let operand = match (op, v) {
+        (Op::Empty, _) => return format!("({e} IS NULL)"),
+        (Op::NotEmpty, _) => return format!("({e} IS NOT NULL)"),
+        (_, Operand::Date(d)) => d.resolve(env, include_time),
+        _ => return FALSE.to_owned(),
+    };
+    match operand {
+        Resolved::Day(d) if !include_time => {
+            let p = params.push(SqlValue::Date(d));
+            compare(e, op, &p)
+        }
+        Resolved::Instant(t) => {
+            let p = params.push(SqlValue::Timestamp(t));
+            compare(e, op, &p)
+        }
+        // A bare date against a date-with-time: the whole day in the
+        // database timezone, [start, end).
+        Resolved::Day(d) => {
+            let start = start_of_day(env.timezone, d);
+            let end = d
+                .succ_opt()
+                .map(|next| start_of_day(env.timezone, next))
+                .unwrap_or(start);
+            let mut ts = |t| params.push(SqlValue::Timestamp(t));
+            match op {
+                Op::Is => {
+                    let (s, en) = (ts(start), ts(end));
+                    format!("({e} IS NOT NULL AND {e} >= {s} AND {e} < {en})")
+                }
+                Op::IsNot => {
+                    let (s, en) = (ts(start), ts(end));
+                    format!("({e} IS NULL OR {e} < {s} OR {e} >= {en})")
+                }
+                Op::Before => format!("({e} IS NOT NULL AND {e} < {})", ts(start)),
+                Op::OnOrAfter => format!("({e} IS NOT NULL AND {e} >= {})", ts(start)),
+                Op::After => format!("({e} IS NOT NULL AND {e} >= {})", ts(end)),
+                Op::OnOrBefore => format!("({e} IS NOT NULL AND {e} < {})", ts(end)),
+                _ => FALSE.to_owned(),
+            }
+        }
+    }
+}
+
+/// `is true` needs a checked box; `is false` matches unchecked and
+/// never-set cells alike.
+fn checkbox(e: &str, v: &Operand) -> String {
+    match v {
+        Operand::Bool(true) => format!("({e} IS TRUE)"),
+        Operand::Bool(false) => format!("({e} IS NOT TRUE)"),
+        _ => FALSE.to_owned(),
+    }
+}
+
+fn resolved_ids(list: &[ChoiceRef]) -> (Vec<String>, bool) {
+    let mut ids = Vec::new();
+    let mut unresolved = false;
+    for c in list {
+        match c {
+            ChoiceRef::Id(id) => {
+                if !ids.contains(id) {
+                    ids.push(id.clone())
+                }
+            }
+            ChoiceRef::Unresolved => unresolved = true,
+        }
+    }
+    (ids, unresolved)
+}
+
+fn single_select(e: &str, op: Op, v: &Operand, params: &mut Params) -> String {
+    match (op, v) {
+        (Op::Empty, _) => format!("({e} IS NULL OR {e} = '')"),
+        (Op::NotEmpty, _) => format!("({e} IS NOT NULL AND {e} <> '')"),
+        // The sentinel: positive operators match nothing, negated all.
+        (Op::Is, Operand::Choice(ChoiceRef::Unresolved)) => FALSE.to_owned(),
+        (Op::IsNot, Operand::Choice(ChoiceRef::Unresolved)) => TRUE.to_owned(),
+        (Op::Is | Op::IsNot, Operand::Choice(ChoiceRef::Id(id))) => {
+            let p = params.push(SqlValue::Text(id.clone()));
+            compare(e, op, &p)
+        }
+        (Op::AnyOf | Op::NoneOf, Operand::Choices(list)) => {
+            let (ids, _) = resolved_ids(list);
+            match (op, ids.is_empty()) {
+                (Op::AnyOf, true) => FALSE.to_owned(),
+                (_, true) => TRUE.to_owned(),
+                (Op::AnyOf, false) => {
+                    let p = params.push(SqlValue::TextArray(ids));
+                    format!("({e} IS NOT NULL AND {e} = ANY({p}))")
+                }
+                (_, false) => {
+                    let p = params.push(SqlValue::TextArray(ids));
+                    format!("({e} IS NULL OR NOT ({e} = ANY({p})))")
+                }
+            }
+        }
+        _ => FALSE.to_owned(),
+    }
+}
+
+fn list_emptiness(e: &str, op: Op) -> String {
+    match op {
+        Op::Empty => format!("({e} IS NULL OR cardinality({e}) = 0)"),
+        Op::NotEmpty => format!("({e} IS NOT NULL AND cardinality({e}) > 0)"),
+        _ => FALSE.to_owned(),
+    }
+}
+
+fn multi_select(e: &str, multi_member: bool, op: Op, v: &Operand, params: &mut Params) -> String {
+    if matches!(op, Op::Empty | Op::NotEmpty) {
+        return list_emptiness(e, op);
+    }
+    if multi_member {
+        // Member lists are not choices: set operators are not meaningful.
+        return match op {
+            Op::HasNone => TRUE,
+            _ => FALSE,
+        }
+        .to_owned();
+    }
+    let (ids, unresolved) = match v {
+        Operand::Choices(list) => resolved_ids(list),
+        _ => (Vec::new(), false),
+    };
+    match op {
+        Op::HasAny if ids.is_empty() => FALSE.to_owned(),
+        Op::HasAny => {
+            let p = params.push(SqlValue::TextArray(ids));
+            format!("({e} IS NOT NULL AND {e} && {p})")
+        }
+        Op::HasNone if ids.is_empty() => TRUE.to_owned(),
+        Op::HasNone => {
+            let p = params.push(SqlValue::TextArray(ids));
+            format!("({e} IS NULL OR NOT ({e} && {p}))")
+        }
+        Op::HasAll | Op::IsExactly if unresolved => FALSE.to_owned(),
+        Op::HasAll if ids.is_empty() => TRUE.to_owned(),
+        Op::HasAll => {
+            let p = params.push(SqlValue::TextArray(ids));
+            format!("({e} IS NOT NULL AND {e} @> {p})")
+        }
+        Op::IsExactly if ids.is_empty() => FALSE.to_owned(),
+        Op::IsExactly => {
+            let p = params.push(SqlValue::TextArray(ids));
+            format!("({e} IS NOT NULL AND {e} @> {p} AND {e} <@ {p})")
+        }
+        _ => FALSE.to_owned(),
+    }
+}
