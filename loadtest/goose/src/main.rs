@@ -1,0 +1,316 @@
+//! GET /api/tables/{id} through the router (scenario `router`) and, side by
+//! side in the same run, straight to the owning shard node with the principal
+//! the router would sign (scenario `direct`), signed with
+//! `cluster_protocol::principal::Principal::sign`: the router's own code.
+//!
+//! Configuration (environment; goose's own flags such as `--run-time` still work):
+//!
+//! | variable | default | meaning |
+//! |---|---|---|
+//! | `FIXTURES` | `../.fixtures.json` | written by `loadtest/setup.sh` |
+//! | `ROUTER_URL` | `http://127.0.0.1:8080` | |
+//! | `CLUSTER_SECRET` | (required) | signs the direct requests |
+//! | `RATE` | `200` | requests/s per scenario (constant arrival) |
+//! | `USERS` | `32` | goose users per scenario |
+//! | `RUN_TIME` | `30` | seconds |
+//! | `WARMUP` | `3` | seconds of samples discarded at the start |
+//! | `SUMMARY_JSON` | `../results/goose-compare.json` | machine-readable summary |
+//!
+//! Goose records response times in whole milliseconds, too coarse for a
+//! 0.3 ms budget, so each transaction also times its request (send to last
+//! body byte) with `Instant` into an HDR histogram in microseconds; that is
+//! what the summary printed at the end reports.
+//!
+//! Constant arrival: goose runs closed-loop users, so each user paces itself
+//! on a fixed schedule (one request every `USERS / RATE` seconds, a random
+//! phase per user). A request that is late against its schedule is sent at
+//! once and counted as `late` (the run then no longer holds the offered rate).
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use cluster_protocol::control::{Access, Role};
+use cluster_protocol::principal::{Principal, HEADER_PRINCIPAL, HEADER_SIGNATURE, HEADER_TIMESTAMP};
+use goose::prelude::*;
+use hdrhistogram::Histogram;
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+struct Fixture {
+    token: String,
+    user_id: String,
+    key_id: String,
+    database_id: String,
+    table_id: String,
+    shard_url: String,
+}
+
+struct Prepared {
+    router_url: String,
+    bearer: String,
+    direct_url: String,
+    principal: Principal,
+}
+
+struct Stats {
+    hist: Mutex<Histogram<u64>>,
+    ok: AtomicU64,
+    failed: AtomicU64,
+    late: AtomicU64,
+    next: AtomicUsize,
+}
+
+impl Stats {
+    fn new() -> Self {
+        Stats {
+            hist: Mutex::new(Histogram::new_with_bounds(1, 60_000_000, 3).expect("histogram bounds")),
+            ok: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            late: AtomicU64::new(0),
+            next: AtomicUsize::new(0),
+        }
+    }
+}
+
+struct Setup {
+    fixtures: Vec<Prepared>,
+    secret: Vec<u8>,
+    interval: Duration,
+    warmup: Duration,
+    started: Instant,
+    router: Stats,
+    direct: Stats,
+}
+
+static SETUP: OnceLock<Setup> = OnceLock::new();
+
+fn setup() -> &'static Setup {
+    SETUP.get().expect("setup initialised in main")
+}
+
+fn env_or(name: &str, default: &str) -> String {
+    std::env::var(name).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_string())
+}
+
+fn env_num(name: &str, default: u64) -> u64 {
+    env_or(name, &default.to_string()).parse().unwrap_or_else(|_| panic!("{name} must be a number"))
+}
+
+/// Per-user pacing state: when the next request is due.
+#[derive(Clone)]
+struct Pace {
+    next_at: Instant,
+}
+
+async fn start_pacing(user: &mut GooseUser) -> TransactionResult {
+    let interval = setup().interval;
+    let phase = interval.mul_f64(rand::random::<f64>());
+    user.set_session_data(Pace { next_at: Instant::now() + phase });
+    Ok(())
+}
+
+/// Waits for this user's next slot; returns whether the slot was missed.
+async fn wait_for_slot(user: &mut GooseUser) -> bool {
+    let interval = setup().interval;
+    let pace = user.get_session_data_unchecked_mut::<Pace>();
+    let due = pace.next_at;
+    pace.next_at += interval;
+    let now = Instant::now();
+    if due > now {
+        tokio::time::sleep_until(due.into()).await;
+        false
+    } else {
+        let late = now - due > interval;
+        if late {
+            // Do not try to catch up a backlog: restart the schedule from now.
+            pace.next_at = now + interval;
+        }
+        late
+    }
+}
+
+fn record(stats: &Stats, started: Instant, ok: bool) {
+    let elapsed = started.elapsed();
+    if setup().started.elapsed() < setup().warmup {
+        return;
+    }
+    if ok {
+        stats.ok.fetch_add(1, Ordering::Relaxed);
+        let us = (elapsed.as_micros() as u64).max(1);
+        let _ = stats.hist.lock().unwrap().record(us);
+    } else {
+        stats.failed.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+async fn send(user: &mut GooseUser, request: GooseRequest<'_>, stats: &Stats) -> TransactionResult {
+    let started = Instant::now();
+    let goose = user.request(request).await?;
+    let ok = match goose.response {
+        Ok(r) => {
+            let status = r.status().as_u16();
+            r.bytes().await.is_ok() && status == 200
+        }
+        Err(_) => false,
+    };
+    record(stats, started, ok);
+    Ok(())
+}
+
+async fn via_router(user: &mut GooseUser) -> TransactionResult {
+    let s = setup();
+    if wait_for_slot(user).await {
+        s.router.late.fetch_add(1, Ordering::Relaxed);
+    }
+    let f = &s.fixtures[s.router.next.fetch_add(1, Ordering::Relaxed) % s.fixtures.len()];
+    let builder = user.get_request_builder(&GooseMethod::Get, &f.router_url)?.header("authorization", &f.bearer);
+    let request = GooseRequest::builder().set_request_builder(builder).name("router").expect_status_code(200).build();
+    send(user, request, &s.router).await
+}
+
+async fn direct(user: &mut GooseUser) -> TransactionResult {
+    let s = setup();
+    if wait_for_slot(user).await {
+        s.direct.late.fetch_add(1, Ordering::Relaxed);
+    }
+    let f = &s.fixtures[s.direct.next.fetch_add(1, Ordering::Relaxed) % s.fixtures.len()];
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock after 1970").as_secs() as i64;
+    let signed = f.principal.sign(&s.secret, now);
+    let builder = user
+        .get_request_builder(&GooseMethod::Get, &f.direct_url)?
+        .header(HEADER_PRINCIPAL, signed.principal)
+        .header(HEADER_TIMESTAMP, signed.timestamp)
+        .header(HEADER_SIGNATURE, signed.signature);
+    let request = GooseRequest::builder().set_request_builder(builder).name("direct").expect_status_code(200).build();
+    send(user, request, &s.direct).await
+}
+
+fn summarise(name: &str, stats: &Stats, run_secs: f64) -> serde_json::Value {
+    let h = stats.hist.lock().unwrap();
+    let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+    let ok = stats.ok.load(Ordering::Relaxed);
+    serde_json::json!({
+        "scenario": name,
+        "requests": ok + stats.failed.load(Ordering::Relaxed),
+        "failed": stats.failed.load(Ordering::Relaxed),
+        "late": stats.late.load(Ordering::Relaxed),
+        "rate": ok as f64 / run_secs,
+        "p50_ms": ms(0.5),
+        "p90_ms": ms(0.9),
+        "p99_ms": ms(0.99),
+        "max_ms": h.max() as f64 / 1000.0,
+        "mean_ms": h.mean() / 1000.0,
+    })
+}
+
+#[tokio::main]
+async fn main() -> Result<(), GooseError> {
+    let fixtures_path = env_or("FIXTURES", "../.fixtures.json");
+    let router_url = env_or("ROUTER_URL", "http://127.0.0.1:8080").trim_end_matches('/').to_string();
+    let secret = std::env::var("CLUSTER_SECRET").expect("CLUSTER_SECRET is required");
+    let rate = env_num("RATE", 200).max(1);
+    let users = env_num("USERS", 32).max(1);
+    let run_time = env_num("RUN_TIME", 30);
+    let warmup = env_num("WARMUP", 3);
+    let summary_path = env_or("SUMMARY_JSON", "../results/goose-compare.json");
+
+    let text = std::fs::read_to_string(&fixtures_path)
+        .unwrap_or_else(|e| panic!("{fixtures_path}: {e} (run loadtest/setup.sh first)"));
+    let raw: Vec<Fixture> = serde_json::from_str(&text).expect("fixtures are a JSON array");
+    assert!(!raw.is_empty(), "no fixtures in {fixtures_path}");
+    let fixtures = raw
+        .into_iter()
+        .map(|f| Prepared {
+            router_url: format!("{router_url}/api/tables/{}", f.table_id),
+            bearer: format!("Bearer {}", f.token),
+            direct_url: format!("{}/api/tables/{}", f.shard_url.trim_end_matches('/'), f.table_id),
+            principal: Principal {
+                user_id: f.user_id,
+                key_id: f.key_id,
+                access: Access::ReadWrite,
+                narrowed: false,
+                database_id: Some(f.database_id),
+                role: Some(Role::Owner),
+                support: false,
+                epoch: None,
+                new_database: None,
+            },
+        })
+        .collect::<Vec<_>>();
+    let n = fixtures.len();
+
+    SETUP
+        .set(Setup {
+            fixtures,
+            secret: secret.into_bytes(),
+            interval: Duration::from_secs_f64(users as f64 / rate as f64),
+            warmup: Duration::from_secs(warmup),
+            started: Instant::now(),
+            router: Stats::new(),
+            direct: Stats::new(),
+        })
+        .ok()
+        .expect("set once");
+
+    eprintln!(
+        "goose: {n} keys, {rate} req/s per scenario, {users} users per scenario, {run_time}s (+{warmup}s warm-up discarded)"
+    );
+    let started = Instant::now();
+    GooseAttack::initialize()?
+        .register_scenario(
+            scenario!("router")
+                .register_transaction(transaction!(start_pacing).set_on_start())
+                .register_transaction(transaction!(via_router).set_name("GET /api/tables/{id} via router")),
+        )
+        .register_scenario(
+            scenario!("direct")
+                .register_transaction(transaction!(start_pacing).set_on_start())
+                .register_transaction(transaction!(direct).set_name("GET /api/tables/{id} direct to shard")),
+        )
+        .set_default(GooseDefault::Host, router_url.as_str())?
+        .set_default(GooseDefault::Users, (2 * users) as usize)?
+        .set_default(GooseDefault::IncreaseRate, (2 * users).to_string().as_str())?
+        .set_default(GooseDefault::RunTime, (run_time + warmup) as usize)?
+        .set_default(GooseDefault::NoResetMetrics, true)?
+        .execute()
+        .await?;
+    let measured = (started.elapsed().as_secs_f64() - warmup as f64).max(1.0);
+
+    let s = setup();
+    let router = summarise("router", &s.router, measured);
+    let direct = summarise("direct", &s.direct, measured);
+    let added_p50 = router["p50_ms"].as_f64().unwrap() - direct["p50_ms"].as_f64().unwrap();
+    let added_p99 = router["p99_ms"].as_f64().unwrap() - direct["p99_ms"].as_f64().unwrap();
+    println!("\nGET /api/tables/{{id}}  goose  {rate} req/s per scenario  {run_time}s  keys={n}");
+    println!("scenario  requests     req/s  failed   late   p50 ms   p90 ms   p99 ms   max ms");
+    for v in [&router, &direct] {
+        println!(
+            "{:<8} {:>9} {:>9.1} {:>7} {:>6} {:>8.3} {:>8.3} {:>8.3} {:>8.3}",
+            v["scenario"].as_str().unwrap(),
+            v["requests"],
+            v["rate"].as_f64().unwrap(),
+            v["failed"],
+            v["late"],
+            v["p50_ms"].as_f64().unwrap(),
+            v["p90_ms"].as_f64().unwrap(),
+            v["p99_ms"].as_f64().unwrap(),
+            v["max_ms"].as_f64().unwrap(),
+        );
+    }
+    println!("router adds: p50 {added_p50:.3} ms, p99 {added_p99:.3} ms");
+    let out = serde_json::json!({
+        "tool": "goose",
+        "rate_per_scenario": rate,
+        "users_per_scenario": users,
+        "run_time_s": run_time,
+        "fixtures": n,
+        "scenarios": { "router": router, "direct": direct },
+        "added_ms": { "p50": added_p50, "p99": added_p99 },
+    });
+    if let Some(dir) = std::path::Path::new(&summary_path).parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    std::fs::write(&summary_path, serde_json::to_string_pretty(&out).unwrap()).expect("write summary");
+    Ok(())
+}

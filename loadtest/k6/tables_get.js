@@ -1,0 +1,208 @@
+// GET /api/tables/{id} through the router and, side by side in the same run,
+// straight to the owning shard node with the principal the router would sign.
+//
+//   k6 run -e ROUTER_URL=... -e CLUSTER_SECRET=... -e RATE=500 -e DURATION=60s \
+//          loadtest/k6/tables_get.js
+//
+// MODE (default "compare"):
+//   compare   scenarios `router` and `direct`, constant-arrival-rate, RATE
+//             iterations/s each (RATE_DIRECT overrides the direct one), DURATION
+//   saturate  closed loop through the router only: VUS virtual users, no think
+//             time, DURATION; the throughput it reaches is the saturated rate
+//   hold      VUS (default 200) constant virtual users through the router, each
+//             pacing itself to PACE_MS between requests, so the router holds VUS
+//             concurrent keep-alive connections (for its resident memory)
+//
+// FIXTURES (default ../.fixtures.json relative to this file) is written by
+// loadtest/setup.sh. SUMMARY_JSON (default loadtest/results/k6-<MODE>.json,
+// relative to the working directory) receives the machine-readable summary.
+import http from 'k6/http';
+import { check, sleep } from 'k6';
+import crypto from 'k6/crypto';
+import encoding from 'k6/encoding';
+import exec from 'k6/execution';
+
+const MODE = __ENV.MODE || 'compare';
+const ROUTER_URL = (__ENV.ROUTER_URL || 'http://127.0.0.1:8080').replace(/\/$/, '');
+const CLUSTER_SECRET = __ENV.CLUSTER_SECRET || '';
+const RATE = parseInt(__ENV.RATE || '200', 10);
+const RATE_DIRECT = parseInt(__ENV.RATE_DIRECT || String(RATE), 10);
+const DURATION = __ENV.DURATION || '30s';
+const VUS = parseInt(__ENV.VUS || (MODE === 'hold' ? '200' : '16'), 10);
+const PACE_MS = parseInt(__ENV.PACE_MS || '100', 10);
+const SUMMARY_JSON = __ENV.SUMMARY_JSON || `loadtest/results/k6-${MODE}.json`;
+
+const fixtures = JSON.parse(open(__ENV.FIXTURES || '../.fixtures.json'));
+if (!Array.isArray(fixtures) || fixtures.length === 0) {
+  throw new Error('no fixtures: run loadtest/setup.sh first');
+}
+if (MODE === 'compare' && !CLUSTER_SECRET) {
+  throw new Error('CLUSTER_SECRET is required to sign the direct requests');
+}
+
+// Pre-encode the principal of every fixture once: only the timestamp and the
+// signature change per request.
+const prepared = fixtures.map((f) => {
+  const principal = JSON.stringify({
+    user_id: f.user_id,
+    key_id: f.key_id,
+    access: 'read_write',
+    narrowed: false,
+    database_id: f.database_id,
+    role: 'owner',
+    support: false,
+  });
+  return {
+    routerUrl: `${ROUTER_URL}/api/tables/${f.table_id}`,
+    directUrl: `${f.shard_url.replace(/\/$/, '')}/api/tables/${f.table_id}`,
+    auth: { Authorization: `Bearer ${f.token}` },
+    principal: encoding.b64encode(principal, 'rawurl'),
+  };
+});
+
+function pick() {
+  // Round-robin over the keys, across every VU of the scenario.
+  return prepared[exec.scenario.iterationInTest % prepared.length];
+}
+
+const trendStats = ['avg', 'min', 'med', 'p(90)', 'p(99)', 'max'];
+
+function scenarios() {
+  if (MODE === 'saturate') {
+    return {
+      router: { executor: 'constant-vus', exec: 'viaRouter', vus: VUS, duration: DURATION },
+    };
+  }
+  if (MODE === 'hold') {
+    return {
+      router: { executor: 'constant-vus', exec: 'viaRouterPaced', vus: VUS, duration: DURATION },
+    };
+  }
+  const common = {
+    executor: 'constant-arrival-rate',
+    timeUnit: '1s',
+    duration: DURATION,
+    preAllocatedVUs: Math.max(20, Math.ceil(RATE / 50)),
+    maxVUs: Math.max(200, Math.ceil(RATE / 5)),
+  };
+  return {
+    router: Object.assign({}, common, { exec: 'viaRouter', rate: RATE }),
+    direct: Object.assign({}, common, {
+      exec: 'direct',
+      rate: RATE_DIRECT,
+      preAllocatedVUs: Math.max(20, Math.ceil(RATE_DIRECT / 50)),
+      maxVUs: Math.max(200, Math.ceil(RATE_DIRECT / 5)),
+    }),
+  };
+}
+
+function thresholds() {
+  // Thresholds on tagged sub-metrics make k6 keep them per scenario, so the
+  // summary has p50/p99 for `router` and `direct` separately.
+  const t = {};
+  const names = MODE === 'compare' ? ['router', 'direct'] : ['router'];
+  for (const s of names) {
+    t[`http_req_duration{scenario:${s}}`] = ['p(99)<1000'];
+    t[`http_req_failed{scenario:${s}}`] = ['rate<0.01'];
+    t[`http_reqs{scenario:${s}}`] = ['count>0'];
+    t[`dropped_iterations{scenario:${s}}`] = ['count>=0'];
+  }
+  return t;
+}
+
+export const options = {
+  scenarios: scenarios(),
+  thresholds: thresholds(),
+  summaryTrendStats: trendStats,
+  discardResponseBodies: true,
+  noCookiesReset: true,
+  // One connection per VU, kept alive: the same as a pooled client.
+  noConnectionReuse: false,
+};
+
+export function viaRouter() {
+  const p = pick();
+  const r = http.get(p.routerUrl, { headers: p.auth });
+  check(r, { 'router 200': (res) => res.status === 200 });
+}
+
+export function viaRouterPaced() {
+  const p = prepared[(exec.vu.idInTest + exec.vu.iterationInScenario) % prepared.length];
+  const r = http.get(p.routerUrl, { headers: p.auth });
+  check(r, { 'router 200': (res) => res.status === 200 });
+  sleep(PACE_MS / 1000);
+}
+
+export function direct() {
+  const p = pick();
+  // Re-signed per request with the current timestamp (valid +-300 s).
+  const ts = String(Math.floor(Date.now() / 1000));
+  const sig = crypto.hmac('sha256', CLUSTER_SECRET, `${ts}.${p.principal}`, 'hex');
+  const r = http.get(p.directUrl, {
+    headers: {
+      'x-cluster-principal': p.principal,
+      'x-cluster-timestamp': ts,
+      'x-cluster-signature': sig,
+    },
+  });
+  check(r, { 'direct 200': (res) => res.status === 200 });
+}
+
+function val(data, metric, stat) {
+  const m = data.metrics[metric];
+  if (!m || !m.values || m.values[stat] === undefined) return null;
+  return m.values[stat];
+}
+
+function fmt(v, digits) {
+  return v === null || v === undefined ? '-' : v.toFixed(digits);
+}
+
+export function handleSummary(data) {
+  const names = MODE === 'compare' ? ['router', 'direct'] : ['router'];
+  const rows = {};
+  for (const s of names) {
+    const d = `http_req_duration{scenario:${s}}`;
+    rows[s] = {
+      requests: val(data, `http_reqs{scenario:${s}}`, 'count'),
+      rate: val(data, `http_reqs{scenario:${s}}`, 'rate'),
+      failed_rate: val(data, `http_req_failed{scenario:${s}}`, 'rate'),
+      dropped: val(data, `dropped_iterations{scenario:${s}}`, 'count') || 0,
+      avg_ms: val(data, d, 'avg'),
+      p50_ms: val(data, d, 'med'),
+      p90_ms: val(data, d, 'p(90)'),
+      p99_ms: val(data, d, 'p(99)'),
+      max_ms: val(data, d, 'max'),
+    };
+  }
+  const out = {
+    mode: MODE,
+    rate_per_scenario: MODE === 'compare' ? { router: RATE, direct: RATE_DIRECT } : null,
+    duration: DURATION,
+    vus: MODE === 'compare' ? null : VUS,
+    fixtures: fixtures.length,
+    scenarios: rows,
+  };
+  if (MODE === 'compare' && rows.router.p50_ms !== null && rows.direct.p50_ms !== null) {
+    out.added_ms = {
+      p50: rows.router.p50_ms - rows.direct.p50_ms,
+      p99: rows.router.p99_ms - rows.direct.p99_ms,
+    };
+  }
+
+  let text = `\nGET /api/tables/{id}  mode=${MODE}  duration=${DURATION}  keys=${fixtures.length}\n`;
+  text += 'scenario  requests     req/s  failed  dropped   p50 ms   p90 ms   p99 ms   max ms\n';
+  for (const s of names) {
+    const r = rows[s];
+    text += `${s.padEnd(8)} ${String(r.requests ?? '-').padStart(9)} ${fmt(r.rate, 1).padStart(9)} `
+      + `${fmt(r.failed_rate === null ? null : r.failed_rate * 100, 2).padStart(6)}% ${String(r.dropped).padStart(8)} `
+      + `${fmt(r.p50_ms, 3).padStart(8)} ${fmt(r.p90_ms, 3).padStart(8)} ${fmt(r.p99_ms, 3).padStart(8)} ${fmt(r.max_ms, 3).padStart(8)}\n`;
+  }
+  if (out.added_ms) {
+    text += `router adds: p50 ${fmt(out.added_ms.p50, 3)} ms, p99 ${fmt(out.added_ms.p99, 3)} ms\n`;
+  }
+  const result = { stdout: text };
+  result[SUMMARY_JSON] = JSON.stringify(out, null, 2);
+  result[SUMMARY_JSON.replace(/\.json$/, '') + '.full.json'] = JSON.stringify(data);
+  return result;
+}
