@@ -17,7 +17,9 @@ struct App {
     client: ControlPlaneClient,
     base: String,
     redis: redis::aio::MultiplexedConnection,
-    _server: tokio::task::JoinHandle<()>,
+    server: tokio::task::JoinHandle<()>,
+    admin: tokio_postgres::Client,
+    db_name: String,
 }
 
 fn skip() -> bool {
@@ -84,11 +86,22 @@ async fn spawn_app() -> App {
         client,
         base,
         redis,
-        _server: server,
+        server,
+        admin,
+        db_name: name,
     }
 }
 
 impl App {
+    /// Stops the server and drops the throwaway database.
+    async fn finish(self) {
+        self.server.abort();
+        let _ = self.server.await;
+        let drop = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db_name);
+        if let Err(e) = self.admin.batch_execute(&drop).await {
+            eprintln!("could not drop {}: {e}", self.db_name);
+        }
+    }
     async fn user(&self) -> String {
         let email = format!("{}@example.com", cluster_protocol::ids::random_token(8));
         self.client
@@ -161,6 +174,7 @@ async fn auth_and_envelope() {
     assert_eq!(r.status(), 400);
     let body: serde_json::Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], "bad_request");
+    app.finish().await;
 }
 
 #[tokio::test]
@@ -229,6 +243,7 @@ async fn users_validation_and_conflicts() {
         ),
         409
     );
+    app.finish().await;
 }
 
 #[tokio::test]
@@ -341,6 +356,7 @@ async fn allocation_cap_positions_and_draining() {
         .await
         .unwrap();
     assert_eq!(found.placements.len(), 1);
+    app.finish().await;
 }
 
 #[tokio::test]
@@ -417,6 +433,7 @@ async fn keys_liveness_revocation_and_suspension() {
         status(app.client.create_key(&unknown).await.unwrap_err()),
         404
     );
+    app.finish().await;
 }
 
 #[tokio::test]
@@ -505,4 +522,123 @@ async fn membership_changes_bump_versions() {
         ),
         404
     );
+    app.finish().await;
+}
+
+/// Runs the real binary as an operator would.
+async fn cli(app: &App, args: &[&str]) -> (bool, String, String) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_control-plane"))
+        .args(args)
+        .env("CONTROL_PLANE_URL", &app.base)
+        .env("CONTROL_PLANE_TOKEN", TOKEN)
+        .output()
+        .await
+        .expect("run control-plane");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    (
+        out.status.success(),
+        stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn one_json(stdout: &str) -> serde_json::Value {
+    assert_eq!(
+        stdout.trim().lines().count(),
+        1,
+        "exactly one line: {stdout}"
+    );
+    serde_json::from_str(stdout.trim()).expect("stdout is one JSON object")
+}
+
+#[tokio::test]
+async fn operator_cli() {
+    if skip() {
+        return;
+    }
+    let app = spawn_app().await;
+    let email = format!("{}@example.com", cluster_protocol::ids::random_token(8));
+    let (ok, out, err) = cli(
+        &app,
+        &[
+            "users", "create", "--email", &email, "--name", "Ada", "--json",
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
+    let user = one_json(&out);
+    assert_eq!(user["email"], email.as_str());
+    assert_eq!(user["name"], "Ada");
+    let user_id = user["id"].as_str().unwrap().to_string();
+
+    let (ok, out, err) = cli(
+        &app,
+        &[
+            "--json",
+            "keys",
+            "create",
+            "--user",
+            &user_id,
+            "--name",
+            "k",
+            "--access",
+            "read_only",
+            "--databases",
+            "db_abcdefghijkl",
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
+    let key = one_json(&out);
+    assert_eq!(key["access"], "read_only");
+    assert_eq!(key["databases"], serde_json::json!(["db_abcdefghijkl"]));
+    assert!(key["token"]
+        .as_str()
+        .unwrap()
+        .starts_with(key["id"].as_str().unwrap()));
+    let key_id = key["id"].as_str().unwrap().to_string();
+
+    let (ok, out, _) = cli(
+        &app,
+        &["keys", "update", &key_id, "--databases", "all", "--json"],
+    )
+    .await;
+    assert!(ok);
+    assert_eq!(one_json(&out), serde_json::json!({"ok": true}));
+    let (ok, out, _) = cli(
+        &app,
+        &[
+            "shards",
+            "add",
+            "--name",
+            "s1",
+            "--url",
+            "http://s1",
+            "--postgres",
+            "postgres://s1",
+            "--json",
+        ],
+    )
+    .await;
+    assert!(ok);
+    assert_eq!(one_json(&out)["name"], "s1");
+    let (ok, out, _) = cli(&app, &["shards", "list", "--json"]).await;
+    assert!(ok);
+    assert_eq!(one_json(&out)["shards"].as_array().unwrap().len(), 1);
+    let (ok, out, _) = cli(&app, &["databases", "list", "--json"]).await;
+    assert!(ok);
+    assert_eq!(one_json(&out), serde_json::json!({"databases": []}));
+    let (ok, out, _) = cli(&app, &["users", "suspend", &user_id]).await;
+    assert!(ok && out.contains(&user_id));
+    let (ok, out, _) = cli(&app, &["keys", "revoke", &key_id, "--json"]).await;
+    assert!(ok);
+    assert_eq!(one_json(&out), serde_json::json!({"ok": true}));
+
+    let (ok, out, err) = cli(&app, &["keys", "revoke", &key_id, "--json"]).await;
+    assert!(!ok && out.is_empty() && !err.is_empty());
+    let (ok, _, err) = cli(&app, &["move", "db_abcdefghijkl", "--to", "s1"]).await;
+    assert!(!ok && err.contains("not yet implemented"));
+    let (ok, _, _) = cli(&app, &["databases", "show", "db_abcdefghijkl", "--json"]).await;
+    assert!(!ok);
+    app.finish().await;
 }
