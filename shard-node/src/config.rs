@@ -13,6 +13,8 @@ pub const BODY_LIMIT_TEXT: &str = "10 MiB";
 pub const MAX_TABLES_PER_DATABASE: i64 = 200;
 /// Connections in the pool to the shard's PostgreSQL.
 pub const DEFAULT_POOL_SIZE: usize = 16;
+/// How long a request waits for a pooled connection (or a new one).
+pub const POOL_WAIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// How long `GET /internal/health` waits for PostgreSQL.
 pub const HEALTH_TIMEOUT_MS: u64 = 2_000;
 

@@ -8,7 +8,7 @@ use anyhow::Context;
 use deadpool_postgres::{Object, Pool, Runtime};
 use tokio_postgres::NoTls;
 
-use crate::config::{Config, Secret};
+use crate::config::{Config, Secret, POOL_WAIT_TIMEOUT};
 use crate::error::ApiResult;
 
 #[derive(Clone)]
@@ -78,7 +78,10 @@ impl Db {
     pub fn connect(url: &str, pool_size: usize) -> anyhow::Result<Self> {
         let mut cfg = deadpool_postgres::Config::new();
         cfg.url = Some(url.to_owned());
-        cfg.pool = Some(deadpool_postgres::PoolConfig::new(pool_size.max(1)));
+        let mut pool = deadpool_postgres::PoolConfig::new(pool_size.max(1));
+        pool.timeouts.wait = Some(POOL_WAIT_TIMEOUT);
+        pool.timeouts.create = Some(POOL_WAIT_TIMEOUT);
+        cfg.pool = Some(pool);
         let pool = cfg
             .create_pool(Some(Runtime::Tokio1), NoTls)
             .context("create the postgres pool")?;
