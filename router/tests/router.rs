@@ -219,13 +219,17 @@ struct Env {
 }
 
 async fn env(key_limit: u64, anon_limit: u64) -> Env {
+    env_with_redis(key_limit, anon_limit, redis_url()).await
+}
+
+async fn env_with_redis(key_limit: u64, anon_limit: u64, redis_url: String) -> Env {
     let cp = Arc::new(Cp::default());
     let cp_addr = spawn_cp(cp.clone()).await;
     let config = router::Config {
         listen: "127.0.0.1:0".parse().unwrap(),
         control_plane_url: format!("http://{cp_addr}"),
         control_plane_token: router::config::Secret("t".into()),
-        redis_url: redis_url(),
+        redis_url,
         cluster_secret: router::config::Secret(SECRET.into()),
         key_limit_per_min: key_limit,
         address_limit_per_min: 3000,
@@ -621,4 +625,83 @@ async fn database_list_fans_out_and_merges() {
         .map(|d| d["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, vec![c.as_str(), b.as_str(), a.as_str()]);
+}
+
+#[tokio::test]
+async fn redis_down_falls_back_to_the_local_limiter() {
+    // Nothing listens on port 1: every Redis call fails fast.
+    let e = env_with_redis(3, 1000, "redis://127.0.0.1:1".into()).await;
+    let (_, _, token) = e.user_with_key(Access::ReadWrite, DatabaseScope::All);
+    for expected in (0..3).rev() {
+        let r = e.get("/api/meta/whoami", Some(&token)).await;
+        assert_eq!(r.status(), 200);
+        assert_eq!(
+            header(&r, "x-ratelimit-remaining"),
+            Some(expected.to_string())
+        );
+    }
+    let r = e.get("/api/meta/whoami", Some(&token)).await;
+    assert_eq!(r.status(), 429);
+    assert!(header(&r, "retry-after").is_some());
+}
+
+#[tokio::test]
+async fn membership_and_placement_changes_apply_promptly() {
+    let e = env(100, 1000).await;
+    let (s1, s2) = (Arc::new(Shard::default()), Arc::new(Shard::default()));
+    let (u1, u2) = (spawn_shard(s1.clone()).await, spawn_shard(s2.clone()).await);
+    let (db, tag) = e.database(&[&u1]);
+    let (user_id, _, token) = e.user_with_key(Access::ReadWrite, DatabaseScope::All);
+    e.member(&user_id, &db, Role::Editor);
+    let path = format!("/api/databases/{db}/tables");
+    assert_eq!(e.get(&path, Some(&token)).await.status(), 200);
+
+    // The placement moves; the control plane publishes an invalidation.
+    let moved = Placement {
+        database_id: db.clone(),
+        tag: tag.clone(),
+        shard: ShardRef {
+            name: "s2".into(),
+            url: u2.clone(),
+        },
+        epoch: 2,
+        state: DatabaseState::Active,
+    };
+    e.cp.placements
+        .lock()
+        .unwrap()
+        .insert(tag.clone(), vec![moved]);
+    let msg = serde_json::to_string(
+        &cluster_protocol::control::redis_keys::Invalidation::Placement(db.clone()),
+    )
+    .unwrap();
+    let _: i64 = redis::cmd("PUBLISH")
+        .arg("cluster:invalidate")
+        .arg(msg)
+        .query(&mut redis_conn())
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(e.get(&path, Some(&token)).await.status(), 200);
+    assert_eq!(
+        (
+            s1.hits.load(Ordering::SeqCst),
+            s2.hits.load(Ordering::SeqCst)
+        ),
+        (1, 1)
+    );
+
+    // Membership removed: the access version in Redis changes, the next request is 404.
+    {
+        let mut access = e.cp.access.lock().unwrap();
+        let a = access.get_mut(&user_id).unwrap();
+        a.memberships.clear();
+        a.version += 1;
+    }
+    let _: () = redis::cmd("SET")
+        .arg(format!("cluster:user:{user_id}"))
+        .arg(999)
+        .query(&mut redis_conn())
+        .unwrap();
+    assert_eq!(e.get(&path, Some(&token)).await.status(), 404);
+    assert_eq!(s2.hits.load(Ordering::SeqCst), 1);
 }
