@@ -58,6 +58,17 @@ async fn health_is_unsigned() {
 }
 
 #[tokio::test]
+async fn health_is_503_when_postgres_is_gone() {
+    let (url, name) = private_database().await;
+    let app = spawn_app_on(url).await;
+    force_drop_database(&name).await;
+    let r = app
+        .call("GET", "/internal/health", Signing::Unsigned, Body::None)
+        .await;
+    assert_eq!(r.status, 503);
+}
+
+#[tokio::test]
 async fn database_not_held_here_is_421() {
     let app = spawn_app().await;
     let elsewhere = ids::new_database_id("ZZzz9");

@@ -111,7 +111,42 @@ pub enum Body {
 }
 
 pub async fn spawn_app() -> TestApp {
-    let url = database_url().await;
+    spawn_app_on(database_url().await).await
+}
+
+/// A database of its own, for tests that break it; returns its URL.
+pub async fn private_database() -> (String, String) {
+    let admin = admin_url();
+    let (client, conn) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let name = format!(
+        "shard_node_test_{}_{}",
+        std::process::id(),
+        ids::random_token(6).to_lowercase()
+    );
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .unwrap();
+    let (base, _) = admin.rsplit_once('/').unwrap();
+    (format!("{base}/{name}"), name)
+}
+
+/// Drops a database even while the node still holds connections to it.
+pub async fn force_drop_database(name: &str) {
+    let (client, conn) = tokio_postgres::connect(&admin_url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
+        .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
+        .await
+        .unwrap();
+}
+
+pub async fn spawn_app_on(url: String) -> TestApp {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let config = Config {
