@@ -48,6 +48,36 @@ struct Cp {
     /// tag -> list of placements to hand out in turn (the last one repeats).
     placements: Mutex<HashMap<String, Vec<Placement>>>,
     placement_calls: AtomicUsize,
+    /// Shard URL new databases are allocated to.
+    allocate_to: Mutex<Option<String>>,
+    confirmed: AtomicUsize,
+}
+
+async fn cp_allocate(
+    State(cp): State<Arc<Cp>>,
+    Json(req): Json<AllocateRequest>,
+) -> axum::response::Response {
+    let Some(url) = cp.allocate_to.lock().unwrap().clone() else {
+        return not_found();
+    };
+    let _ = req.user_id;
+    let tag = random_token(5);
+    Json(Allocation {
+        database_id: new_tagged(Kind::Database, &tag),
+        tag,
+        position: 1,
+        shard: ShardRef {
+            name: "s1".into(),
+            url,
+        },
+        epoch: 1,
+    })
+    .into_response()
+}
+
+async fn cp_confirm(State(cp): State<Arc<Cp>>) -> Json<Value> {
+    cp.confirmed.fetch_add(1, Ordering::SeqCst);
+    Json(json!({"ok": true}))
 }
 
 async fn cp_key(State(cp): State<Arc<Cp>>, Path(id): Path<String>) -> axum::response::Response {
@@ -137,6 +167,8 @@ async fn spawn_cp(cp: Arc<Cp>) -> SocketAddr {
         .route("/internal/users/{id}/access", get(cp_access))
         .route("/internal/placements/{tag}", get(cp_placement))
         .route("/internal/placements/lookup", post(cp_lookup))
+        .route("/internal/databases/allocate", post(cp_allocate))
+        .route("/internal/databases/{id}/confirm", post(cp_confirm))
         .with_state(cp);
     spawn(app).await
 }
@@ -378,7 +410,7 @@ async fn key_budget_headers_429_and_two_keys_two_budgets() {
     let r = e.get("/api/meta/whoami", Some(&token)).await;
     assert_eq!(r.status(), 429);
     let retry: u64 = header(&r, "retry-after").unwrap().parse().unwrap();
-    assert!(retry >= 1 && retry <= 61);
+    assert!((1..=61).contains(&retry));
     assert_eq!(header(&r, "x-ratelimit-limit").as_deref(), Some("5"));
     assert_eq!(header(&r, "x-ratelimit-remaining").as_deref(), Some("0"));
     let v: Value = r.json().await.unwrap();
@@ -704,4 +736,45 @@ async fn membership_and_placement_changes_apply_promptly() {
         .unwrap();
     assert_eq!(e.get(&path, Some(&token)).await.status(), 404);
     assert_eq!(s2.hits.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn create_database_allocates_forwards_and_confirms() {
+    let e = env(100, 1000).await;
+    let shard = Arc::new(Shard::default());
+    let url = spawn_shard(shard.clone()).await;
+    *e.cp.allocate_to.lock().unwrap() = Some(url);
+    let post = |token: String| {
+        e.http
+            .post(format!("{}/api/databases", e.router))
+            .header("authorization", format!("Bearer {token}"))
+            .header("x-forwarded-for", &e.address)
+            .json(&json!({"name": "Projects"}))
+            .send()
+    };
+    let (_, _, token) = e.user_with_key(Access::ReadWrite, DatabaseScope::All);
+    let r = post(token).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert!(v["principal"]["new_database"]["database_id"]
+        .as_str()
+        .unwrap()
+        .starts_with("db_"));
+    assert_eq!(v["body"], r#"{"name":"Projects"}"#);
+    assert_eq!(e.cp.confirmed.load(Ordering::SeqCst), 1);
+
+    let (_, _, narrowed) = e.user_with_key(Access::ReadWrite, DatabaseScope::Only(vec![]));
+    let r = post(narrowed).await.unwrap();
+    assert_eq!(r.status(), 403);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        v["error"]["message"],
+        cluster_protocol::error::forbidden::NARROWED_KEY_CREATE
+    );
+    let (_, _, read_only) = e.user_with_key(Access::ReadOnly, DatabaseScope::All);
+    let r = post(read_only).await.unwrap();
+    assert_eq!(r.status(), 403);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["message"], "This API key is read-only.");
+    assert_eq!(shard.hits.load(Ordering::SeqCst), 1);
 }
