@@ -1,0 +1,10 @@
+//! Integration tests: the real server in-process against a real PostgreSQL
+//! (a throwaway database per test) and Redis, one test binary.
+//! Set SKIP_DB_TESTS to skip them.
+
+mod access;
+mod allocation;
+mod basics;
+mod cli;
+mod helpers;
+mod keys;
