@@ -1,6 +1,17 @@
 //! A shard node: serves the `/api` routes of the databases placed on this
 //! shard from its own PostgreSQL (catalog tables plus one schema per tenant
 //! database), trusting only principals signed by a router.
+//!
+//! Layout (one module per resource, split by verb; later resources follow
+//! the same shape):
+//! * [`http`]: router assembly, the one body parser, request spans, health.
+//! * [`auth`]: the verified principal and the extractors that carry a
+//!   permission (`Reader`, `Editor`, `Owner<Act>`, `Creator`).
+//! * [`databases`], [`tables`]: handlers (authorize, parse, call, serialise)
+//!   and the service function each one calls.
+//! * [`catalog`]: all SQL over the shard catalog, one file per concern;
+//!   [`tenant_schema`]: all DDL of tenant schemas and tables.
+//! * [`error`]: the one error type and its HTTP mapping.
 
 pub mod auth;
 pub mod catalog;
