@@ -288,10 +288,10 @@ async fn main() -> Result<(), GooseError> {
         println!(
             "{:<8} {:>9} {:>9.1} {:>7} {:>6} {:>8.3} {:>8.3} {:>8.3} {:>8.3}",
             v["scenario"].as_str().unwrap(),
-            v["requests"],
+            v["requests"].as_u64().unwrap(),
             v["rate"].as_f64().unwrap(),
-            v["failed"],
-            v["late"],
+            v["failed"].as_u64().unwrap(),
+            v["late"].as_u64().unwrap(),
             v["p50_ms"].as_f64().unwrap(),
             v["p90_ms"].as_f64().unwrap(),
             v["p99_ms"].as_f64().unwrap(),

