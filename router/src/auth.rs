@@ -81,6 +81,26 @@ fn shield_denied(out: &Outcome) -> Option<ApiError> {
     })
 }
 
+/// Charges only the address shield (for `GET /api/health`, which needs no
+/// credential but, like every request, counts against its address).
+pub async fn shield(state: &AppState, headers: &HeaderMap, address: &str) -> Result<(), ApiError> {
+    let cfg = &state.config;
+    let shield_limit = if headers.contains_key(header::AUTHORIZATION) {
+        cfg.address_limit_per_min
+    } else {
+        cfg.anon_limit_per_min
+    };
+    let out = state
+        .limiter
+        .charge(Charge {
+            address,
+            shield_limit,
+            key: None,
+        })
+        .await;
+    shield_denied(&out).map_or(Ok(()), Err)
+}
+
 /// Runs the gate; `Err` is the response to send (401, 429 or 500, without
 /// rate-limit headers since no key was verified).
 pub async fn gate(

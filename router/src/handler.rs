@@ -45,8 +45,17 @@ async fn dispatch(
     peer: IpAddr,
     span: &tracing::Span,
 ) -> Response<Body> {
+    let address = bearer::client_address(
+        req.headers().get("x-forwarded-for").map(|v| v.as_bytes()),
+        peer,
+    );
     let target = match classify(req.method(), req.uri().path()) {
-        Route::Health => return health::answer(state).await,
+        Route::Health => {
+            return match auth::shield(state, req.headers(), &address).await {
+                Ok(()) => health::answer(state).await,
+                Err(e) => e.into_response(),
+            }
+        }
         Route::Whoami => Target::Whoami,
         Route::ListDatabases => Target::ListDatabases,
         Route::CreateDatabase => Target::CreateDatabase,
@@ -56,10 +65,6 @@ async fn dispatch(
         },
         Route::NotFound => Target::NotFound,
     };
-    let address = bearer::client_address(
-        req.headers().get("x-forwarded-for").map(|v| v.as_bytes()),
-        peer,
-    );
     let caller = match auth::gate(state, req.headers(), address).await {
         Ok(c) => c,
         Err(e) => return e.into_response(),
