@@ -447,8 +447,8 @@ async fn anonymous_shield_per_address() {
         .await
         .unwrap();
     assert_eq!(r.status(), 401);
-    // Health is not charged.
-    assert_eq!(e.get("/api/health", None).await.status(), 200);
+    // Health counts against the address like every request.
+    assert_eq!(e.get("/api/health", None).await.status(), 429);
 }
 
 #[tokio::test]
