@@ -207,19 +207,13 @@ pub fn parse_relative(obj: &serde_json::Map<String, Value>) -> Result<Relative, 
     let offset = match obj.get("offset") {
         None | Some(Value::Null) => 0,
         Some(Value::Number(n)) => {
-            let whole = n.as_i64().or_else(|| {
-                n.as_f64()
-                    .filter(|f| f.fract() == 0.0 && f.abs() <= 1e6)
-                    .map(|f| f as i64)
-            });
+            // Saturating: a huge whole float is still "too far", not "not whole".
+            let whole = n
+                .as_i64()
+                .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64));
             match whole {
-                Some(v) if v.abs() <= MAX_RELATIVE_OFFSET => v as i32,
+                Some(v) if v.unsigned_abs() <= MAX_RELATIVE_OFFSET as u64 => v as i32,
                 Some(_) => {
-                    return Err(format!(
-                        "A relative date offset is at most {MAX_RELATIVE_OFFSET} either way."
-                    ))
-                }
-                None if n.as_u64().is_some() => {
                     return Err(format!(
                         "A relative date offset is at most {MAX_RELATIVE_OFFSET} either way."
                     ))

@@ -1,0 +1,9 @@
+//! One test binary for the crate (links once): parser refusals, the SQL of
+//! every operator, property tests, and runs against real PostgreSQL.
+
+mod common;
+mod compile_sql;
+mod parse_errors;
+mod postgres;
+mod props;
+mod sort_bookmark;

@@ -1,0 +1,263 @@
+//! The sort parameter, ORDER BY, bookmarks and the keyset condition.
+
+use crate::common::*;
+use filter_lang::*;
+
+fn terms(s: &str) -> Vec<(String, bool)> {
+    let schema = schema();
+    parse_sort(s, &schema)
+        .unwrap_or_else(|e| panic!("{s}: {e}"))
+        .terms
+        .iter()
+        .map(|t| (schema.fields[t.field].name.clone(), t.desc))
+        .collect()
+}
+
+#[track_caller]
+fn refused(s: &str, path: &str, part: &str) {
+    let e = parse_sort(s, &schema()).unwrap_err();
+    assert_eq!(e.path, path, "{s}: {e}");
+    assert!(e.message.contains(part), "{s}: {:?}", e.message);
+}
+
+fn owned(v: &[(&str, bool)]) -> Vec<(String, bool)> {
+    v.iter().map(|(n, d)| (n.to_string(), *d)).collect()
+}
+
+#[test]
+fn forms() {
+    assert_eq!(terms(""), owned(&[]));
+    assert_eq!(terms("  "), owned(&[]));
+    assert_eq!(terms("Name"), owned(&[("Name", false)]));
+    assert_eq!(terms("-Name"), owned(&[("Name", true)]));
+    assert_eq!(terms("Name:desc"), owned(&[("Name", true)]));
+    assert_eq!(terms("Name:DeSc"), owned(&[("Name", true)]));
+    assert_eq!(terms("Name:ASC"), owned(&[("Name", false)]));
+    assert_eq!(
+        terms(&format!("Price, -Due ,{STAGE}:desc,Done,At,Notes")),
+        owned(&[
+            ("Price", false),
+            ("Due", true),
+            ("Stage", true),
+            ("Done", false),
+            ("At", false),
+            ("Notes", false)
+        ])
+    );
+}
+
+#[test]
+fn refusals() {
+    refused("-Name:desc", "sort[0]", "use one form");
+    refused("Price,-Name:asc", "sort[1]", "use one form");
+    refused("Foo", "sort[0]", "Unknown field 'Foo'.");
+    refused("-Foo", "sort[0]", "Unknown field 'Foo'.");
+    refused("Dup", "sort[0]", "refer to it by its id");
+    refused("Name,,Price", "sort[1]", "Empty sort term");
+    refused("Name,", "sort[1]", "Empty sort term");
+    for f in [
+        "Tags",
+        "People",
+        "Related",
+        "Files",
+        "Go",
+        "Related Price",
+        "Total",
+        "Latest",
+    ] {
+        refused(f, "sort[0]", "cannot be sorted");
+        refused(&format!("-{f}"), "sort[0]", "cannot be sorted");
+    }
+}
+
+#[test]
+fn names_that_look_like_forms() {
+    let mut s = schema();
+    s.fields.push(FieldDef::new(
+        "fld_odd000000001",
+        "-Odd",
+        "single_line_text",
+        Storage::Text,
+    ));
+    s.fields.push(FieldDef::new(
+        "fld_odd000000002",
+        "Odd:desc",
+        "single_line_text",
+        Storage::Text,
+    ));
+    let t = parse_sort("-Odd", &s).unwrap().terms;
+    assert_eq!((t[0].field, t[0].desc), (s.fields.len() - 2, false));
+    let t = parse_sort("Odd:desc", &s).unwrap().terms;
+    assert_eq!((t[0].field, t[0].desc), (s.fields.len() - 1, false));
+    let t = parse_sort("--Odd", &s).unwrap().terms;
+    assert_eq!((t[0].field, t[0].desc), (s.fields.len() - 2, true));
+}
+
+#[test]
+fn view_sorts() {
+    let s = schema();
+    let v = serde_json::json!([{"fieldId": PRICE, "dir": "desc"}, {"fieldId": NAME}]);
+    let sort = Sort::from_view_config(&v, &s).unwrap();
+    assert_eq!(sort.terms.len(), 2);
+    assert!(sort.terms[0].desc && !sort.terms[1].desc);
+    assert!(Sort::from_view_config(&serde_json::json!([{"fieldId": TAGS}]), &s).is_err());
+    assert!(Sort::from_view_config(&serde_json::json!({}), &s).is_err());
+}
+
+#[test]
+fn order_by_sql() {
+    let s = schema();
+    let sort = parse_sort("Name,-Price,Stage:desc,Done,At", &s).unwrap();
+    let mut p = Params::new(3);
+    let plan = sort.plan(&s, "r", &mut p);
+    let st = format!("\"r\".\"{STAGE}\"");
+    let stage_key = format!(
+        "(CASE WHEN {st} IS NULL THEN NULL ELSE COALESCE(array_position($3::text[], {st}), 2147483647) END)"
+    );
+    assert_eq!(
+        plan.order_by(),
+        format!(
+            "\"r\".\"{NAME}\" ASC NULLS LAST, \"r\".\"{PRICE}\" DESC NULLS FIRST, {stage_key} DESC NULLS FIRST, \
+             COALESCE(\"r\".\"{DONE}\", FALSE) ASC NULLS LAST, \"r\".\"{AT}\" ASC NULLS LAST, \"r\".\"id\" ASC"
+        )
+    );
+    assert_eq!(
+        p.values(),
+        &[SqlValue::TextArray(vec![
+            "stg00001".into(),
+            "stg00002".into(),
+            "stg00003".into()
+        ])]
+    );
+    let cols = plan.bookmark_columns();
+    assert_eq!(cols[0], format!("\"r\".\"{NAME}\""));
+    assert_eq!(cols[1], format!("(\"r\".\"{PRICE}\")::text"));
+    assert_eq!(cols[2], format!("({stage_key})::text"));
+    assert!(cols[4].starts_with("to_char(\"r\".\""));
+    // No sort: id only.
+    let mut p = Params::new(1);
+    assert_eq!(
+        Sort::default().plan(&s, "r", &mut p).order_by(),
+        "\"r\".\"id\" ASC"
+    );
+}
+
+#[test]
+fn keyset_sql() {
+    let s = schema();
+    let sort = parse_sort("Name,-Price", &s).unwrap();
+    let mut p = Params::new(1);
+    let plan = sort.plan(&s, "r", &mut p);
+    let (n, pr) = (format!("\"r\".\"{NAME}\""), format!("\"r\".\"{PRICE}\""));
+    let bm = Bookmark {
+        order: String::new(),
+        values: vec![Some("b".into()), Some("2.50".into())],
+        id: "rec_000000000009".into(),
+    };
+    let sql = plan.resume_after(&bm, "", &mut p).unwrap();
+    assert_eq!(
+        sql,
+        format!(
+            "((({n} > $1::text OR {n} IS NULL)) OR ({n} = $1::text AND {pr} < $2::text::numeric) \
+             OR ({n} = $1::text AND {pr} = $2::text::numeric AND \"r\".\"id\" > $3::text))"
+        )
+    );
+    // NULLs: ascending NULL has nothing after it but later terms; descending
+    // NULL is followed by every non-NULL value.
+    let bm = Bookmark {
+        order: String::new(),
+        values: vec![None, None],
+        id: "rec_000000000009".into(),
+    };
+    let mut p = Params::new(1);
+    let sql = plan.resume_after(&bm, "", &mut p).unwrap();
+    assert_eq!(
+        sql,
+        format!("(({n} IS NULL AND {pr} IS NOT NULL) OR ({n} IS NULL AND {pr} IS NULL AND \"r\".\"id\" > $1::text))")
+    );
+}
+
+#[test]
+fn bookmark_mismatches() {
+    let s = schema();
+    let mut p = Params::new(1);
+    let plan = parse_sort("Name,-Price", &s).unwrap().plan(&s, "r", &mut p);
+    let good = Bookmark {
+        order: "view:viw_1".into(),
+        values: vec![None, Some("1".into())],
+        id: "rec_000000000009".into(),
+    };
+    let decoded = Bookmark::decode(&good.encode()).unwrap();
+    assert!(plan.resume_after(&decoded, "view:viw_1", &mut p).is_ok());
+    let e = plan
+        .resume_after(&decoded, "view:viw_2", &mut p)
+        .unwrap_err();
+    assert!(e.message.contains("different view"), "{e}");
+    let e = plan.resume_after(&decoded, "", &mut p).unwrap_err();
+    assert!(e.message.contains("different view"), "{e}");
+    let three = Bookmark {
+        values: vec![None, None, None],
+        ..good.clone()
+    };
+    let e = plan.resume_after(&three, "view:viw_1", &mut p).unwrap_err();
+    assert!(
+        e.message
+            .contains("3 sort term(s); this request sorts by 2"),
+        "{e}"
+    );
+    assert_eq!(e.path, "bookmark");
+    for bad in ["abc", "1e", "--1", "1.2.3", "", "1e99999", "0x10"] {
+        let b = Bookmark {
+            values: vec![None, Some(bad.into())],
+            ..good.clone()
+        };
+        assert!(
+            plan.resume_after(&b, "view:viw_1", &mut p).is_err(),
+            "{bad}"
+        );
+    }
+    for ok in [
+        "1",
+        "-1.50",
+        ".5",
+        "1e5",
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        "123456789012345678901234567890",
+    ] {
+        let b = Bookmark {
+            values: vec![None, Some(ok.into())],
+            ..good.clone()
+        };
+        assert!(plan.resume_after(&b, "view:viw_1", &mut p).is_ok(), "{ok}");
+    }
+    // Typed checks for the other key kinds.
+    let plan = parse_sort("Due,At,Done,Stage", &s)
+        .unwrap()
+        .plan(&s, "r", &mut p);
+    let with = |v: [&str; 4]| Bookmark {
+        order: String::new(),
+        values: v.iter().map(|s| Some(s.to_string())).collect(),
+        id: "rec_000000000009".into(),
+    };
+    let mut p = Params::new(1);
+    assert!(plan
+        .resume_after(
+            &with(["2024-01-01", "2024-01-01T10:00:00.000001Z", "true", "3"]),
+            "",
+            &mut p
+        )
+        .is_ok());
+    for bad in [
+        ["2024-13-01", "2024-01-01T10:00:00Z", "true", "3"],
+        ["2024-01-01", "2024-01-01 10:00", "true", "3"],
+        ["2024-01-01", "2024-01-01T10:00:00Z", "yes", "3"],
+        ["2024-01-01", "2024-01-01T10:00:00Z", "true", "3.5"],
+    ] {
+        assert!(
+            plan.resume_after(&with(bad), "", &mut p).is_err(),
+            "{bad:?}"
+        );
+    }
+}
