@@ -138,6 +138,41 @@ redis_delta="$(jq -n --argjson a "$redis_before" --argjson b "$redis_after" --ar
 echo "   router CPU: ${cpu_s}s over $router_reqs requests = ${cpu_us_per_req} us/request (router busy ${router_util} cores)"
 echo "   Redis: $(jq -c '{total_per_request, script_calls_per_request, per_command: (.per_command | map_values(.per_request))}' <<<"$redis_delta")"
 
+# ------------------------------------- d2. Redis round trips, from a MONITOR sample
+# commandstats also counts the commands a Lua script runs inside Redis, so it
+# cannot tell round trips from commands. MONITOR can: a command sent by a
+# client shows its address, one run by a script shows "lua". MONITOR slows
+# Redis down, so it runs in its own short router-only phase.
+MONITOR_RATE="${MONITOR_RATE:-$(( RATE / 4 > 50 ? RATE / 4 : 50 ))}"
+echo "== d2. Redis MONITOR sample: router only, $MONITOR_RATE req/s for ${MONITOR_DURATION:-5s}"
+mon="$RESULTS/redis-monitor.txt"
+redis-cli -h "$redis_host" -p "$redis_port" MONITOR >"$mon" &
+mon_pid=$!
+sleep 0.5
+k6_run monitor -e MODE=router -e RATE="$MONITOR_RATE" -e DURATION="${MONITOR_DURATION:-5s}" >/dev/null || true
+sleep 0.5
+kill "$mon_pid" 2>/dev/null || true
+wait "$mon_pid" 2>/dev/null || true
+mon_reqs="$(jq '.scenarios.router.requests // 0' "$RESULTS/k6-monitor.json")"
+# Lines look like: 1700000000.123456 [0 127.0.0.1:50000] "evalsha" "..." / [0 lua] "GET" ...
+redis_monitor="$(awk -v n="$mon_reqs" '
+  /^[0-9.]+ \[/ {
+    lua = ($3 == "lua]");
+    cmd = tolower($4); gsub(/"/, "", cmd);
+    if (lua) { inner[cmd]++; ninner++ } else if (cmd != "monitor") { top[cmd]++; ntop++ }
+  }
+  END {
+    printf "{\"router_requests\": %d, \"client_commands\": %d, \"script_commands\": %d, ", n, ntop, ninner;
+    printf "\"client_commands_per_request\": %s, ", (n > 0 ? ntop / n : "null");
+    printf "\"script_commands_per_request\": %s, \"client_by_command\": {", (n > 0 ? ninner / n : "null");
+    sep = ""; for (c in top) { printf "%s\"%s\": %d", sep, c, top[c]; sep = ", " }
+    printf "}, \"script_by_command\": {";
+    sep = ""; for (c in inner) { printf "%s\"%s\": %d", sep, c, inner[c]; sep = ", " }
+    printf "}}\n";
+  }' "$mon")"
+gzip -f "$mon"
+echo "   $(jq -c . <<<"$redis_monitor")"
+
 # ----------------------------------------------------------- e. RSS at 200 conns
 echo "== e. $HOLD_VUS concurrent keep-alive connections for $HOLD_DURATION (one request per VU every ${HOLD_PACE_MS} ms)"
 rss_idle="$(rss_kib)"
@@ -193,6 +228,7 @@ jq -n \
   --argjson cpu_us "$cpu_us_per_req" \
   --argjson router_util "$router_util" \
   --argjson redis "$redis_delta" \
+  --argjson redis_monitor "$redis_monitor" \
   --argjson rss_idle "$rss_idle" --argjson rss_max "$rss_max" --argjson conns "$conns_max" \
   --argjson hold_vus "$HOLD_VUS" \
   --slurpfile hold "$RESULTS/k6-hold.json" \
@@ -203,14 +239,14 @@ jq -n \
     rate_per_scenario: $rate, duration: $duration,
     latency: $compare[0],
     router_cpu: {seconds: $cpu_s, requests: $router_reqs, us_per_request: $cpu_us, cores_busy: $router_util},
-    redis: $redis,
+    redis: ($redis + {monitor: $redis_monitor}),
     rss: {idle_kib: $rss_idle, max_kib: $rss_max, max_mib: ($rss_max / 1024 * 10 | round / 10), connections: $conns, vus: $hold_vus, hold: $hold[0].scenarios.router},
     goose: $goose,
     targets: {
       added_p50_ms_le_0_3: (($compare[0].added_ms.p50 // 99) <= 0.3),
       added_p99_ms_le_1: (($compare[0].added_ms.p99 // 99) <= 1.0),
       cpu_us_per_request_le_60: (($cpu_us // 1e9) <= 60),
-      redis_one_round_trip: (($redis.total_per_request // 0) >= 0.95 and ($redis.total_per_request // 99) <= 1.05),
+      redis_one_round_trip: (($redis_monitor.client_commands_per_request // 0) >= 0.95 and ($redis_monitor.client_commands_per_request // 99) <= 1.05),
       rss_under_64_mib: ($rss_max < 65536 and $conns >= ($hold_vus * 0.95))
     }}' >"$RESULTS/summary.json"
 
@@ -220,12 +256,13 @@ jq -r '
   def f(x; d): if x == null then "-" else (x * pow(10; d) | round / pow(10; d) | tostring) end;
   def pf(b): if b then "PASS" else "FAIL" end;
   "date \(.date)  commit \(.commit)  machine \(.machine.nproc) x \(.machine.cpu), \(.machine.mem_gib) GiB",
-  "saturated \(f(.saturation.best_rps; 0)) req/s through the router; constant arrival \(.rate_per_scenario) req/s per scenario for \(.duration)",
+  "saturated \(if .saturation.best_rps > 0 then f(.saturation.best_rps; 0) else "(not probed)" end) req/s through the router; constant arrival \(.rate_per_scenario) req/s per scenario for \(.duration)",
   "router  p50 \(f(.latency.scenarios.router.p50_ms; 3)) ms  p99 \(f(.latency.scenarios.router.p99_ms; 3)) ms  (\(.latency.scenarios.router.requests) req, \(f(.latency.scenarios.router.failed_rate; 4)) failed, \(.latency.scenarios.router.dropped) dropped)",
   "direct  p50 \(f(.latency.scenarios.direct.p50_ms; 3)) ms  p99 \(f(.latency.scenarios.direct.p99_ms; 3)) ms  (\(.latency.scenarios.direct.requests) req, \(f(.latency.scenarios.direct.failed_rate; 4)) failed, \(.latency.scenarios.direct.dropped) dropped)",
   "added   p50 \(f(.latency.added_ms.p50; 3)) ms [\(pf(.targets.added_p50_ms_le_0_3))]  p99 \(f(.latency.added_ms.p99; 3)) ms [\(pf(.targets.added_p99_ms_le_1))]",
   "router CPU \(f(.router_cpu.us_per_request; 1)) us/request [\(pf(.targets.cpu_us_per_request_le_60))]",
-  "Redis \(f(.redis.total_per_request; 3)) commands/request (scripts \(f(.redis.script_calls_per_request; 3))) [\(pf(.targets.redis_one_round_trip))]  \(.redis.per_command | map_values(.per_request * 1000 | round / 1000) | tojson)",
+  "Redis round trips (client commands, MONITOR) \(f(.redis.monitor.client_commands_per_request; 3))/request [\(pf(.targets.redis_one_round_trip))] \(.redis.monitor.client_by_command | tojson); commands run inside scripts \(f(.redis.monitor.script_commands_per_request; 2))/request",
+  "Redis commandstats (all commands, incl. inside scripts) \(f(.redis.total_per_request; 3))/request: \(.redis.per_command | map_values(.per_request * 1000 | round / 1000) | tojson)",
   "router RSS max \(.rss.max_mib) MiB at \(.rss.connections) connections [\(pf(.targets.rss_under_64_mib))]",
   (if .goose then "goose: router p50 \(f(.goose.scenarios.router.p50_ms; 3)) p99 \(f(.goose.scenarios.router.p99_ms; 3)); direct p50 \(f(.goose.scenarios.direct.p50_ms; 3)) p99 \(f(.goose.scenarios.direct.p99_ms; 3)); added p50 \(f(.goose.added_ms.p50; 3)) p99 \(f(.goose.added_ms.p99; 3)) ms" else empty end)
 ' "$RESULTS/summary.json"

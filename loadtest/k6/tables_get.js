@@ -9,6 +9,7 @@
 //             iterations/s each (RATE_DIRECT overrides the direct one), DURATION
 //   saturate  closed loop through the router only: VUS virtual users, no think
 //             time, DURATION; the throughput it reaches is the saturated rate
+//   router    the `router` scenario of compare alone (RATE, DURATION)
 //   hold      VUS (default 200) constant virtual users through the router, each
 //             pacing itself to PACE_MS between requests, so the router holds VUS
 //             concurrent keep-alive connections (for its resident memory)
@@ -78,13 +79,17 @@ function scenarios() {
       router: { executor: 'constant-vus', exec: 'viaRouterPaced', vus: VUS, duration: DURATION },
     };
   }
-  const common = {
+  const common0 = {
     executor: 'constant-arrival-rate',
     timeUnit: '1s',
     duration: DURATION,
     preAllocatedVUs: Math.max(20, Math.ceil(RATE / 50)),
     maxVUs: Math.max(200, Math.ceil(RATE / 5)),
   };
+  const common = common0;
+  if (MODE === 'router') {
+    return { router: Object.assign({}, common, { exec: 'viaRouter', rate: RATE }) };
+  }
   return {
     router: Object.assign({}, common, { exec: 'viaRouter', rate: RATE }),
     direct: Object.assign({}, common, {
