@@ -2,7 +2,7 @@
 //! and the arithmetic that resolves them in the database's timezone.
 
 use chrono::{
-    DateTime, Days, FixedOffset, LocalResult, Months, NaiveDate, NaiveDateTime, NaiveTime,
+    DateTime, Days, FixedOffset, LocalResult, Months, NaiveDate, NaiveDateTime, NaiveTime, Offset,
     TimeZone, Utc,
 };
 use chrono_tz::Tz;
@@ -179,8 +179,6 @@ pub fn local_to_utc(tz: Tz, local: NaiveDateTime) -> DateTime<Utc> {
         }
     }
 }
-
-use chrono::Offset;
 
 /// The first instant of `day` in `tz`.
 pub fn start_of_day(tz: Tz, day: NaiveDate) -> DateTime<Utc> {

@@ -84,4 +84,4 @@ pub use error::Error;
 pub use filter::{FieldKey, Filter};
 pub use schema::{Aggregation, Choice, Env, FieldDef, LinkSpec, Op, Schema, Storage};
 pub use sort::{parse_sort, Sort, SortPlan};
-pub use sql::{qualified, quote_ident, Params, SqlValue};
+pub use sql::{contains_pattern, qualified, quote_ident, Params, SqlValue};

@@ -25,6 +25,22 @@ pub fn qualified(schema: &str, table: &str) -> String {
     format!("{}.{}", quote_ident(schema), quote_ident(table))
 }
 
+/// The ILIKE pattern matching `term` anywhere, with `%`, `_` and the
+/// backslash escaped; use it as `col ILIKE $n ESCAPE E'\\'` (the filter's
+/// `contains`, and the records `search` parameter).
+pub fn contains_pattern(term: &str) -> String {
+    let mut out = String::with_capacity(term.len() + 2);
+    out.push('%');
+    for c in term.chars() {
+        if matches!(c, '\\' | '%' | '_') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
 /// A bound parameter value. The SQL text casts each placeholder, so bind
 /// each variant as the Rust type named here (tokio-postgres with chrono):
 ///
@@ -115,6 +131,12 @@ mod tests {
         assert_eq!(quote_ident("fld_abc"), "\"fld_abc\"");
         assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");
         assert_eq!(qualified("db_x", "tbl_y"), "\"db_x\".\"tbl_y\"");
+    }
+
+    #[test]
+    fn like_patterns() {
+        assert_eq!(contains_pattern("a%b_c\\d"), "%a\\%b\\_c\\\\d%");
+        assert_eq!(contains_pattern(""), "%%");
     }
 
     #[test]

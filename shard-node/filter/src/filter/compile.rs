@@ -6,7 +6,7 @@
 use super::{ChoiceRef, Condition, Filter, Group, Join, Node, Operand};
 use crate::dates::{start_of_day, Resolved};
 use crate::schema::{Aggregation, Env, LinkSpec, Op, Schema, Storage};
-use crate::sql::{qualified, quote_ident, Params, SqlValue};
+use crate::sql::{contains_pattern, qualified, quote_ident, Params, SqlValue};
 
 /// Aliases used inside link subqueries; a caller's row alias must differ.
 const CONN: &str = "\"__fl_c\"";
@@ -238,18 +238,6 @@ fn compare(e: &str, op: Op, p: &str) -> String {
     }
 }
 
-/// `%`, `_` and the escape character itself, for ILIKE ... ESCAPE '\'.
-pub(crate) fn like_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    for c in s.chars() {
-        if matches!(c, '\\' | '%' | '_') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
 fn text(e: &str, op: Op, v: &Operand, params: &mut Params) -> String {
     let value = match v {
         Operand::Text(s) => s.clone(),
@@ -259,7 +247,7 @@ fn text(e: &str, op: Op, v: &Operand, params: &mut Params) -> String {
         Op::Empty => format!("({e} IS NULL OR {e} = '')"),
         Op::NotEmpty => format!("({e} IS NOT NULL AND {e} <> '')"),
         Op::Contains | Op::NotContains => {
-            let p = params.push(SqlValue::Text(format!("%{}%", like_escape(&value))));
+            let p = params.push(SqlValue::Text(contains_pattern(&value)));
             if op == Op::Contains {
                 format!("({e} IS NOT NULL AND {e} ILIKE {p} ESCAPE E'\\\\')")
             } else {

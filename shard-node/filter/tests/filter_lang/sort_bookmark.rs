@@ -261,3 +261,37 @@ fn bookmark_mismatches() {
         );
     }
 }
+
+#[test]
+fn text_shown_as_select_sorts_by_its_value_order() {
+    let mut s = schema();
+    let mut f = FieldDef::new("fld_formula00001", "Grade", "formula_text", Storage::Text);
+    f.value_order = Some(vec!["Low".into(), "High".into()]);
+    s.fields.push(f);
+    let mut p = Params::new(1);
+    let plan = parse_sort("-Grade", &s).unwrap().plan(&s, "r", &mut p);
+    assert_eq!(plan.keys[0].ty, sort::KeyType::Int);
+    assert!(plan
+        .order_by()
+        .starts_with("(CASE WHEN \"r\".\"fld_formula00001\" IS NULL"));
+    assert_eq!(
+        p.values(),
+        &[SqlValue::TextArray(vec!["Low".into(), "High".into()])]
+    );
+}
+
+#[test]
+fn filter_reports_the_fields_it_reads() {
+    let f = parse(&serde_json::json!({"conditions": [
+        {"field": "Price", "op": "empty"},
+        {"conditions": [{"field": PRICE, "op": "not_empty"}, {"field": "Name", "op": "empty"}]}
+    ]}))
+    .unwrap();
+    let s = schema();
+    let names: Vec<&str> = f
+        .fields()
+        .iter()
+        .map(|&i| s.fields[i].name.as_str())
+        .collect();
+    assert_eq!(names, ["Price", "Name"]);
+}
