@@ -88,6 +88,15 @@ redis_stats() {
     jq -Rn '[inputs | split(" ") | {key: .[0], value: (.[1] | tonumber)}] | from_entries'
 }
 
+# "pid comm ticks" for every process (user+sys, all threads).
+proc_ticks() {
+  awk '{ c = $0; sub(/^[0-9]+ \(/, "", c); comm = substr(c, 1, index(c, ") ") - 1); rest = substr(c, index(c, ") ") + 2);
+         split(rest, f, " "); print FILENAME, comm, f[12] + f[13] }' /proc/[0-9]*/stat 2>/dev/null |
+    sed -E 's#^/proc/([0-9]+)/stat #\1 #; s/ /_/2g; s/_([0-9]+)$/ \1/'
+}
+# Whole-machine busy ticks (all CPUs, everything but idle and iowait).
+machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
+
 k6_run() { # MODE, then extra -e args; output JSON path is $RESULTS/k6-<label>.json
   local label="$1"; shift
   k6 run --quiet --no-usage-report -e FIXTURES="$FIXTURES" -e ROUTER_URL="$ROUTER_URL" \
@@ -119,12 +128,23 @@ sleep 2
 # ------------------------------------------------- b/c/d. router vs direct, CPU, Redis
 echo "== b. constant arrival $RATE req/s, router and direct side by side, $DURATION"
 redis_before="$(redis_stats)"
+rustc_running="$(pgrep -c rustc || true)"
+load_before="$(cut -d' ' -f1 /proc/loadavg)"
+procs_before="$(proc_ticks)"
+machine_before="$(machine_ticks)"
 cpu_before="$(cpu_ticks)"
 t0="$(date +%s.%N)"
 k6_run compare -e MODE=compare -e RATE="$RATE" -e DURATION="$DURATION" || true
 t1="$(date +%s.%N)"
 cpu_after="$(cpu_ticks)"
+machine_after="$(machine_ticks)"
+procs_after="$(proc_ticks)"
 redis_after="$(redis_stats)"
+machine_busy="$(awk -v a="$machine_before" -v b="$machine_after" -v t="$clk_tck" -v s="$t0" -v e="$t1" 'BEGIN{printf "%.2f", (b - a) / t / (e - s)}')"
+# CPU by process name during the run (cores), top 10: shows who else used the box.
+by_process="$(join -a2 -o '2.1,2.2,1.3,2.3' <(sort -k1,1 <<<"$procs_before") <(sort -k1,1 <<<"$procs_after") 2>/dev/null |
+  awk -v t="$clk_tck" -v s="$t0" -v e="$t1" '{ d = $4 - ($3 == "" ? 0 : $3); cpu[$2] += d } END { for (c in cpu) if (cpu[c] > 0) printf "%s %.3f\n", c, cpu[c] / t / (e - s) }' |
+  sort -k2,2 -rn | head -10 | jq -Rn '[inputs | split(" ") | {key: .[0], value: (.[1] | tonumber)}] | from_entries')"
 router_reqs="$(jq '.scenarios.router.requests // 0' "$RESULTS/k6-compare.json")"
 cpu_s="$(awk -v a="$cpu_before" -v b="$cpu_after" -v t="$clk_tck" 'BEGIN{printf "%.3f", (b - a) / t}')"
 cpu_us_per_req="$(awk -v c="$cpu_s" -v n="$router_reqs" 'BEGIN{ if (n > 0) printf "%.1f", c * 1e6 / n; else print "null"}')"
@@ -135,6 +155,7 @@ redis_delta="$(jq -n --argjson a "$redis_before" --argjson b "$redis_after" --ar
      total_calls: ([$d[]] | add // 0),
      total_per_request: (if $n > 0 then (([$d[]] | add // 0) / $n) else null end),
      script_calls_per_request: (if $n > 0 then ((($d.evalsha // 0) + ($d.eval // 0) + ($d.fcall // 0) + ($d.evalsha_ro // 0) + ($d.eval_ro // 0)) / $n) else null end)}')"
+echo "   machine busy ${machine_busy} of $(nproc) cores (load avg before ${load_before}, rustc processes ${rustc_running}); by process: $(jq -c . <<<"$by_process")"
 echo "   router CPU: ${cpu_s}s over $router_reqs requests = ${cpu_us_per_req} us/request (router busy ${router_util} cores)"
 echo "   Redis: $(jq -c '{total_per_request, script_calls_per_request, per_command: (.per_command | map_values(.per_request))}' <<<"$redis_delta")"
 
@@ -227,6 +248,8 @@ jq -n \
   --argjson cpu_s "$cpu_s" \
   --argjson cpu_us "$cpu_us_per_req" \
   --argjson router_util "$router_util" \
+  --argjson machine_busy "$machine_busy" --argjson by_process "$by_process" \
+  --arg load_before "$load_before" --argjson rustc_running "${rustc_running:-0}" \
   --argjson redis "$redis_delta" \
   --argjson redis_monitor "$redis_monitor" \
   --argjson rss_idle "$rss_idle" --argjson rss_max "$rss_max" --argjson conns "$conns_max" \
@@ -239,6 +262,7 @@ jq -n \
     rate_per_scenario: $rate, duration: $duration,
     latency: $compare[0],
     router_cpu: {seconds: $cpu_s, requests: $router_reqs, us_per_request: $cpu_us, cores_busy: $router_util},
+    machine_during_compare: {busy_cores: $machine_busy, load_avg_before: $load_before, rustc_processes_at_start: $rustc_running, cores_by_process: $by_process},
     redis: ($redis + {monitor: $redis_monitor}),
     rss: {idle_kib: $rss_idle, max_kib: $rss_max, max_mib: ($rss_max / 1024 * 10 | round / 10), connections: $conns, vus: $hold_vus, hold: $hold[0].scenarios.router},
     goose: $goose,
