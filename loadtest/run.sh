@@ -90,9 +90,9 @@ redis_stats() {
 
 # "pid comm ticks" for every process (user+sys, all threads).
 proc_ticks() {
-  awk '{ c = $0; sub(/^[0-9]+ \(/, "", c); comm = substr(c, 1, index(c, ") ") - 1); rest = substr(c, index(c, ") ") + 2);
-         split(rest, f, " "); print FILENAME, comm, f[12] + f[13] }' /proc/[0-9]*/stat 2>/dev/null |
-    sed -E 's#^/proc/([0-9]+)/stat #\1 #; s/ /_/2g; s/_([0-9]+)$/ \1/'
+  { cat /proc/[0-9]*/stat 2>/dev/null || true; } |
+    awk '{ pid = $1; c = $0; sub(/^[0-9]+ \(/, "", c); comm = substr(c, 1, index(c, ") ") - 1); rest = substr(c, index(c, ") ") + 2);
+           gsub(/ /, "_", comm); split(rest, f, " "); print pid, comm, f[12] + f[13] }'
 }
 # Whole-machine busy ticks (all CPUs, everything but idle and iowait).
 machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
