@@ -232,6 +232,16 @@ impl<'a> Ctx<'a> {
         Ok(val)
     }
 
+    /// `x` made non-constant for the planner (see [`Schema::with_row_column`]);
+    /// same value. Used on one text input of every collation-sensitive
+    /// operation.
+    pub(crate) fn pin(&self, x: &str) -> String {
+        match self.schema.row_column().and_then(quote_ident) {
+            Some(col) => format!("(CASE WHEN {col} IS NOT NULL THEN {x} END)"),
+            None => x.to_string(),
+        }
+    }
+
     /// Number (or checkbox as 1/0, or blank) as numeric SQL.
     pub(crate) fn number(&self, v: Val, at: usize, what: &str) -> Res<String> {
         match v.ty {
@@ -281,7 +291,7 @@ impl<'a> Ctx<'a> {
             }
             BinaryOp::Concat => Ok(Val::new(
                 Ty::Text,
-                format!("({} || {})", to_text(&l), to_text(&r)),
+                format!("({} || {})", to_text(self, &l), to_text(self, &r)),
             )),
             BinaryOp::Eq
             | BinaryOp::Ne
@@ -297,7 +307,7 @@ impl<'a> Ctx<'a> {
                 // `x = BLANK()` tests for emptiness.
                 if eqish && (l.ty == Ty::Blank || r.ty == Ty::Blank) {
                     let other = if l.ty == Ty::Blank { &r } else { &l };
-                    let test = is_blank(other);
+                    let test = is_blank(self, other);
                     return Ok(Val::new(
                         Ty::Bool,
                         if op == BinaryOp::Eq {
@@ -314,7 +324,10 @@ impl<'a> Ctx<'a> {
                     )
                 })?;
                 let (a, b) = if ty == Ty::Text {
-                    (format!("COALESCE({a}, '')"), format!("COALESCE({b}, '')"))
+                    (
+                        self.pin(&format!("COALESCE({a}, '')")),
+                        format!("COALESCE({b}, '')"),
+                    )
                 } else {
                     (a, b)
                 };
@@ -329,9 +342,9 @@ pub(crate) fn bool_to_number(sql: &str) -> String {
 }
 
 /// SQL that is true when the value is empty (NULL, or '' for text). Never NULL.
-pub(crate) fn is_blank(v: &Val) -> String {
+pub(crate) fn is_blank(cx: &Ctx, v: &Val) -> String {
     match v.ty {
-        Ty::Text => format!("(COALESCE({}, '') = '')", v.sql),
+        Ty::Text => format!("({} = '')", cx.pin(&format!("COALESCE({}, '')", v.sql))),
         Ty::Blank => "true".into(),
         _ => format!("(({}) IS NULL)", v.sql),
     }
@@ -339,30 +352,32 @@ pub(crate) fn is_blank(v: &Val) -> String {
 
 /// Truthiness for conditions; never NULL. Numbers: non-zero; text:
 /// non-empty; dates: present; blank: false.
-pub(crate) fn truthy(v: &Val) -> String {
+pub(crate) fn truthy(cx: &Ctx, v: &Val) -> String {
     match v.ty {
         Ty::Bool => format!("COALESCE({}, false)", v.sql),
         Ty::Number => format!("COALESCE({} <> 0, false)", v.sql),
-        Ty::Text => format!("COALESCE({} <> '', false)", v.sql),
+        Ty::Text => format!("COALESCE({} <> '', false)", cx.pin(&v.sql)),
         Ty::Date | Ty::DateTime => format!("(({}) IS NOT NULL)", v.sql),
         Ty::Blank => "false".into(),
     }
 }
 
 /// Any value as text, blank as ''. Never NULL.
-pub(crate) fn to_text(v: &Val) -> String {
+pub(crate) fn to_text(cx: &Ctx, v: &Val) -> String {
     let x = &v.sql;
     match v.ty {
         Ty::Text => format!("COALESCE({x}, '')"),
         Ty::Number => format!("COALESCE((trim_scale({x}))::text, '')"),
         Ty::Bool => format!("(CASE {x} WHEN true THEN '1' WHEN false THEN '0' ELSE '' END)"),
         Ty::Date => format!(
-            "COALESCE(regexp_replace(lpad((extract(year from {x}) * 10000 + extract(month from {x}) * 100 + extract(day from {x}))::text, 8, '0'), {}, {}), '')",
+            "COALESCE(regexp_replace({}, {}, {}), '')",
+            cx.pin(&format!("lpad((extract(year from {x}) * 10000 + extract(month from {x}) * 100 + extract(day from {x}))::text, 8, '0')")),
             lit(r"^(\d{4})(\d{2})(\d{2})$"),
             lit(r"\1-\2-\3")
         ),
         Ty::DateTime => format!(
-            "COALESCE(regexp_replace(lpad((extract(year from {x}) * 10000000000 + extract(month from {x}) * 100000000 + extract(day from {x}) * 1000000 + extract(hour from {x}) * 10000 + extract(minute from {x}) * 100 + floor(extract(second from {x})))::text, 14, '0'), {}, {}), '')",
+            "COALESCE(regexp_replace({}, {}, {}), '')",
+            cx.pin(&format!("lpad((extract(year from {x}) * 10000000000 + extract(month from {x}) * 100000000 + extract(day from {x}) * 1000000 + extract(hour from {x}) * 10000 + extract(minute from {x}) * 100 + floor(extract(second from {x})))::text, 14, '0')")),
             lit(r"^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})$"),
             lit(r"\1-\2-\3T\4:\5:\6Z")
         ),

@@ -270,7 +270,7 @@ pub(crate) fn call(cx: &mut Ctx<'_>, name: &str, at: usize, exprs: &[Expr]) -> R
             })?;
             Val::new(
                 ty,
-                format!("(CASE WHEN {} THEN {t} ELSE {f} END)", truthy(&c)),
+                format!("(CASE WHEN {} THEN {t} ELSE {f} END)", truthy(a.cx, &c)),
             )
         }
         "SWITCH" => {
@@ -291,7 +291,7 @@ pub(crate) fn call(cx: &mut Ctx<'_>, name: &str, at: usize, exprs: &[Expr]) -> R
             };
             let mut all = vec![subject];
             all.extend(patterns);
-            let (_, keys) = unify_all(all).map_err(|(x, y)| {
+            let (ty_key, keys) = unify_all(all).map_err(|(x, y)| {
                 SpanError::new(at, format!("SWITCH patterns must have the type of the value switched on (got {} and {})", x.name(), y.name()))
             })?;
             results.push(default);
@@ -306,7 +306,12 @@ pub(crate) fn call(cx: &mut Ctx<'_>, name: &str, at: usize, exprs: &[Expr]) -> R
                 )
             })?;
             let default = outs.pop().unwrap_or_else(|| "NULL".into());
-            let mut s = format!("(CASE {}", keys[0]);
+            let subject = if ty_key == Ty::Text {
+                a.cx.pin(&keys[0])
+            } else {
+                keys[0].clone()
+            };
+            let mut s = format!("(CASE {subject}");
             for (k, r) in keys[1..].iter().zip(outs) {
                 s.push_str(&format!(" WHEN {k} THEN {r}"));
             }
@@ -317,14 +322,16 @@ pub(crate) fn call(cx: &mut Ctx<'_>, name: &str, at: usize, exprs: &[Expr]) -> R
             a.arity(1, usize::MAX)?;
             let mut parts = Vec::new();
             for i in 0..n {
-                parts.push(truthy(&a.val(i)?));
+                let v = a.val(i)?;
+                parts.push(truthy(a.cx, &v));
             }
             let j = if name == "AND" { " AND " } else { " OR " };
             Val::new(Ty::Bool, format!("({})", parts.join(j)))
         }
         "NOT" => {
             a.arity(1, 1)?;
-            Val::new(Ty::Bool, format!("(NOT {})", truthy(&a.val(0)?)))
+            let v = a.val(0)?;
+            Val::new(Ty::Bool, format!("(NOT {})", truthy(a.cx, &v)))
         }
         "BLANK" => {
             a.arity(0, 0)?;
@@ -332,7 +339,8 @@ pub(crate) fn call(cx: &mut Ctx<'_>, name: &str, at: usize, exprs: &[Expr]) -> R
         }
         "ISBLANK" => {
             a.arity(1, 1)?;
-            Val::new(Ty::Bool, is_blank(&a.val(0)?))
+            let v = a.val(0)?;
+            Val::new(Ty::Bool, is_blank(a.cx, &v))
         }
         "TRUE" | "FALSE" => {
             a.arity(0, 0)?;
@@ -352,9 +360,13 @@ pub(crate) fn call(cx: &mut Ctx<'_>, name: &str, at: usize, exprs: &[Expr]) -> R
             match name {
                 "ROUND" => num(num_clamp(&format!("round({x}, {d})"))),
                 "ROUNDDOWN" => num(num_clamp(&format!("trunc({x}, {d})"))),
-                _ => num(num_clamp(&format!(
-                    "(sign({x}) * ceil(abs({x}) * power(10::numeric, {d})) / power(10::numeric, {d}))"
-                ))),
+                _ => {
+                    // 10^d written out exactly: power() would round 10^-300 to 0.
+                    let unit = format!("(('1e' || ({d})::text)::numeric)");
+                    num(num_clamp(&format!(
+                        "(sign({x}) * ceil(abs({x}) * {unit}) / {unit})"
+                    )))
+                }
             }
         }
         "INT" => {
@@ -431,7 +443,7 @@ pub(crate) fn call(cx: &mut Ctx<'_>, name: &str, at: usize, exprs: &[Expr]) -> R
                 Ty::Number => v,
                 Ty::Bool | Ty::Blank => num(convert(v, Ty::Number)),
                 Ty::Text => {
-                    let t = format!("replace({}, ',', '')", v.sql);
+                    let t = format!("replace({}, ',', '')", a.cx.pin(&v.sql));
                     let re = lit(
                         r"^\s*[+-]?(\d{1,200}(\.\d{0,200})?|\.\d{1,200})([eE][+-]?\d{1,3})?\s*$",
                     );
@@ -451,7 +463,8 @@ pub(crate) fn call(cx: &mut Ctx<'_>, name: &str, at: usize, exprs: &[Expr]) -> R
             a.arity(1, usize::MAX)?;
             let mut parts = Vec::new();
             for i in 0..n {
-                parts.push(to_text(&a.val(i)?));
+                let v = a.val(i)?;
+                parts.push(to_text(a.cx, &v));
             }
             txt(format!("({})", parts.join(" || ")))
         }
@@ -462,7 +475,8 @@ pub(crate) fn call(cx: &mut Ctx<'_>, name: &str, at: usize, exprs: &[Expr]) -> R
         "UPPER" | "LOWER" => {
             a.arity(1, 1)?;
             let f = if name == "UPPER" { "upper" } else { "lower" };
-            txt(format!("{f}({})", a.text(0)?))
+            let t = a.text(0)?;
+            txt(format!("{f}({})", a.cx.pin(&t)))
         }
         "TRIM" => {
             a.arity(1, 1)?;
@@ -490,6 +504,7 @@ pub(crate) fn call(cx: &mut Ctx<'_>, name: &str, at: usize, exprs: &[Expr]) -> R
             a.arity(2, 3)?;
             let needle = format!("COALESCE({}, '')", a.text(0)?);
             let hay = format!("COALESCE({}, '')", a.text(1)?);
+            let hay = a.cx.pin(&hay);
             if n == 2 {
                 num(format!("(strpos({hay}, {needle}))::numeric"))
             } else {
@@ -506,7 +521,8 @@ pub(crate) fn call(cx: &mut Ctx<'_>, name: &str, at: usize, exprs: &[Expr]) -> R
             txt(format!(
                 "(CASE WHEN length({new}) <= length({old}) \
                  OR (length({t}))::numeric + trunc((length({t}))::numeric / GREATEST(length({old}), 1)) * (length({new}))::numeric <= {MAX_SUBSTITUTE_LEN} \
-                 THEN replace({t}, {old}, {new}) END)"
+                 THEN replace({}, {old}, {new}) END)",
+                a.cx.pin(&t)
             ))
         }
         "REPT" => {

@@ -54,6 +54,7 @@ pub struct Choice {
 #[derive(Debug, Clone, Default)]
 pub struct Schema {
     fields: Vec<SchemaField>,
+    row_column: Option<String>,
     by_name: HashMap<String, usize>,
     by_id: HashMap<String, usize>,
 }
@@ -68,9 +69,24 @@ impl Schema {
         }
         Schema {
             fields,
+            row_column: Some("id".to_string()),
             by_name,
             by_id,
         }
+    }
+
+    /// A NOT NULL column of the table (default `id`) that the SQL reads to
+    /// keep collation-sensitive operations on constant text (`LOWER("A")`,
+    /// `"a" = "b"`) from being folded when the column is created, which
+    /// PostgreSQL 15 cannot do for generated columns ("could not determine
+    /// which collation to use"). `None` turns this off.
+    pub fn with_row_column(mut self, column: Option<&str>) -> Schema {
+        self.row_column = column.map(str::to_string);
+        self
+    }
+
+    pub fn row_column(&self) -> Option<&str> {
+        self.row_column.as_deref()
     }
 
     pub fn fields(&self) -> &[SchemaField] {

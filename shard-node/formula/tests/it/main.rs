@@ -1,0 +1,8 @@
+//! One test binary for the formula crate (links once).
+
+mod gen;
+mod parse;
+mod postgres;
+mod props;
+mod sqlgen;
+mod typing;
