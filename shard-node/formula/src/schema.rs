@@ -98,16 +98,23 @@ impl Schema {
     }
 
     /// Exact name first; otherwise the one field whose trimmed name equals
-    /// the trimmed reference (so `{ Price }` finds `Price`).
+    /// the trimmed reference (so `{ Price }` finds `Price`); otherwise the
+    /// one field whose name equals it ignoring case. Ambiguity finds none.
     pub fn resolve(&self, name: &str) -> Option<&SchemaField> {
         if let Some(&i) = self.by_name.get(name) {
             return Some(&self.fields[i]);
         }
         let want = name.trim();
-        let mut found = self.fields.iter().filter(|f| f.name.trim() == want);
-        match (found.next(), found.next()) {
-            (Some(f), None) => Some(f),
-            _ => None,
-        }
+        unique(self.fields.iter().filter(|f| f.name.trim() == want)).or_else(|| {
+            let lower = want.to_lowercase();
+            unique(self.fields.iter().filter(|f| f.name.trim().to_lowercase() == lower))
+        })
+    }
+}
+
+fn unique<'a>(mut it: impl Iterator<Item = &'a SchemaField>) -> Option<&'a SchemaField> {
+    match (it.next(), it.next()) {
+        (Some(f), None) => Some(f),
+        _ => None,
     }
 }
