@@ -107,7 +107,11 @@ impl Schema {
         let want = name.trim();
         unique(self.fields.iter().filter(|f| f.name.trim() == want)).or_else(|| {
             let lower = want.to_lowercase();
-            unique(self.fields.iter().filter(|f| f.name.trim().to_lowercase() == lower))
+            unique(
+                self.fields
+                    .iter()
+                    .filter(|f| f.name.trim().to_lowercase() == lower),
+            )
         })
     }
 }

@@ -64,37 +64,68 @@ fn literals_and_escapes() {
 #[test]
 fn errors_carry_character_positions() {
     let e = err("1 + ");
-    assert_eq!((e.position, e.message.as_str()), (4, "Expected a value, found the end of the formula"));
+    assert_eq!(
+        (e.position, e.message.as_str()),
+        (4, "Expected a value, found the end of the formula")
+    );
     let e = err("IF(1, 2");
     assert_eq!(e.position, 7);
-    assert!(e.message.starts_with("Expected ',' or ')' in the arguments of IF"), "{}", e.message);
+    assert!(
+        e.message
+            .starts_with("Expected ',' or ')' in the arguments of IF"),
+        "{}",
+        e.message
+    );
     let e = err("\"abc");
-    assert_eq!((e.position, e.message.as_str()), (0, "Unterminated text literal"));
+    assert_eq!(
+        (e.position, e.message.as_str()),
+        (0, "Unterminated text literal")
+    );
     let e = err("'é' & \"x\\q\"");
     assert_eq!(e.position, 8, "{e}");
     assert!(e.message.contains("Unknown escape '\\q'"));
     let e = err("éé # 1");
-    assert_eq!((e.position, e.message.as_str()), (3, "Unexpected character '#'"));
+    assert_eq!(
+        (e.position, e.message.as_str()),
+        (3, "Unexpected character '#'")
+    );
     let e = err("{Price");
-    assert_eq!((e.position, e.message.as_str()), (0, "Unterminated field reference: missing '}'"));
+    assert_eq!(
+        (e.position, e.message.as_str()),
+        (0, "Unterminated field reference: missing '}'")
+    );
     assert_eq!(err("{}").message, "Empty field reference '{}'");
     assert_eq!(err("   ").message, "Formula is empty");
-    assert_eq!(err("1 2").message, "Unexpected number 2 after a complete expression");
+    assert_eq!(
+        err("1 2").message,
+        "Unexpected number 2 after a complete expression"
+    );
     assert_eq!(err("(1").position, 2);
     assert_eq!(err("1e400").message, "Number is too large (at most 1e300)");
     assert_eq!(err("12abc").message, "Unexpected 'a' after a number");
-    assert_eq!(err("1 +").to_string(), "Expected a value, found the end of the formula (at character 4)");
+    assert_eq!(
+        err("1 +").to_string(),
+        "Expected a value, found the end of the formula (at character 4)"
+    );
 }
 
 #[test]
 fn limits() {
     let deep = format!("{}1{}", "(".repeat(MAX_DEPTH), ")".repeat(MAX_DEPTH));
     assert!(parse(&deep).is_ok());
-    let deeper = format!("{}1{}", "(".repeat(MAX_DEPTH + 1), ")".repeat(MAX_DEPTH + 1));
+    let deeper = format!(
+        "{}1{}",
+        "(".repeat(MAX_DEPTH + 1),
+        ")".repeat(MAX_DEPTH + 1)
+    );
     let e = err(&deeper);
     assert_eq!(e.position, MAX_DEPTH);
     assert!(e.message.contains("nested too deeply"));
-    let calls = format!("{}1{}", "ABS(".repeat(MAX_DEPTH + 1), ")".repeat(MAX_DEPTH + 1));
+    let calls = format!(
+        "{}1{}",
+        "ABS(".repeat(MAX_DEPTH + 1),
+        ")".repeat(MAX_DEPTH + 1)
+    );
     assert!(err(&calls).message.contains("nested too deeply"));
     let negs = format!("{}1", "-".repeat(1_000));
     assert!(err(&negs).message.contains("nested too deeply"));

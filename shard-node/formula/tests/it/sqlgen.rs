@@ -22,13 +22,22 @@ fn snapshots() {
     assert_eq!(sql("1.5"), "CAST(('1.5'::numeric) AS numeric)");
     assert_eq!(
         sql("{Price} / 0"),
-        format!("CAST(({}) AS numeric)", clamp(&format!("({} / NULLIF('0'::numeric, 0))", clamp("\"fld_price\""))))
+        format!(
+            "CAST(({}) AS numeric)",
+            clamp(&format!(
+                "({} / NULLIF('0'::numeric, 0))",
+                clamp("\"fld_price\"")
+            ))
+        )
     );
     assert_eq!(
         sql(r#"'it\'s' & "\\""#),
         r#"CAST(((COALESCE('it''s', '') || COALESCE(E'\\', ''))) AS text)"#
     );
-    assert_eq!(sql("{Done}"), "CAST(((COALESCE(\"fld_done\", false))::integer)::numeric AS numeric)");
+    assert_eq!(
+        sql("{Done}"),
+        "CAST(((COALESCE(\"fld_done\", false))::integer)::numeric AS numeric)"
+    );
     assert_eq!(
         sql("IF({Done}, \"yes\", \"no\")"),
         "CAST(((CASE WHEN COALESCE(COALESCE(\"fld_done\", false), false) THEN 'yes' ELSE 'no' END)) AS text)"
@@ -45,13 +54,19 @@ fn snapshots() {
         sql("LEFT({Name}, -2)"),
         "CAST((left(\"fld_name\", (LEAST(GREATEST(trunc((-'2'::numeric)), 0), 1000000000))::integer)) AS text)"
     );
-    assert_eq!(sql("SQRT(4)"), "CAST(((CASE WHEN '4'::numeric >= 0 THEN sqrt('4'::numeric) END)) AS numeric)");
+    assert_eq!(
+        sql("SQRT(4)"),
+        "CAST(((CASE WHEN '4'::numeric >= 0 THEN sqrt('4'::numeric) END)) AS numeric)"
+    );
 }
 
 #[test]
 fn row_column_pins_collation_sensitive_text() {
     let c = compile("LOWER(\"A\")", &schema(), None).unwrap();
-    assert_eq!(c.sql, "CAST((lower((CASE WHEN \"id\" IS NOT NULL THEN 'A' END))) AS text)");
+    assert_eq!(
+        c.sql,
+        "CAST((lower((CASE WHEN \"id\" IS NOT NULL THEN 'A' END))) AS text)"
+    );
 }
 
 #[test]
