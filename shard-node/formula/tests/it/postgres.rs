@@ -324,3 +324,96 @@ fn db_err(e: &tokio_postgres::Error) -> String {
         .map(|d| d.message().to_string())
         .unwrap_or_else(|| e.to_string())
 }
+
+/// Values, not just absence of errors: formula → expected text of the value
+/// over one known row.
+const EXPECTED: &[(&str, &str)] = &[
+    ("{Price} * {Qty}", "7.5"),
+    ("ROUNDUP(2.341, 2)", "2.35"),
+    ("ROUNDUP(-2.341, 1)", "-2.4"),
+    ("ROUNDDOWN(2.349, 2)", "2.34"),
+    ("ROUND(1234.5, -2)", "1200"),
+    ("{Price} / 0", "NULL"),
+    ("VALUE(\" 1,000.5 \")", "1000.5"),
+    ("VALUE({Name})", "NULL"),
+    ("{Name} & \"-\" & {Price} & \"-\" & {Done}", "Widget-2.5-1"),
+    ("{Due} & \"\"", "2024-01-31"),
+    ("{Start At} & \"\"", "2024-02-29T12:34:56Z"),
+    ("DATEADD({Due}, 1, 'months')", "2024-02-29"),
+    ("DATEADD({Due}, -2, 'weeks')", "2024-01-17"),
+    (
+        "DATEADD({Start At}, 90, 'minutes') & \"\"",
+        "2024-02-29T14:04:56Z",
+    ),
+    ("DATETIME_DIFF({Start At}, {Due}, 'days')", "29"),
+    ("DATETIME_DIFF({Due}, {Start At}, 'months')", "0"),
+    ("YEAR({Due}) + MONTH({Due}) + DAY({Due})", "2056"),
+    ("WEEKDAY({Due})", "3"),
+    ("{Status}", "It's \\done\\"),
+    ("SWITCH({Status}, \"Open\", 1, 2)", "2"),
+    ("MID(\"abcdef\", 2, 3)", "bcd"),
+    ("FIND(\"c\", \"abcabc\", 4)", "6"),
+    ("SUBSTITUTE(\"a-b-c\", \"-\", \"+\")", "a+b+c"),
+    ("REPT(\"ab\", 3)", "ababab"),
+    ("LEN(TRIM(\"  x  \"))", "1"),
+    ("UPPER(\"straße\")", "STRAßE"),
+    ("IF({Price} > 2, \"big\", \"small\")", "big"),
+    ("AND({Done}, {Price})", "1"),
+    ("{Notes} = BLANK()", "1"),
+    ("POWER(2, 10)", "1024"),
+    ("SQRT(-4)", "NULL"),
+    ("MOD(-7, 3)", "-1"),
+    ("{Total}", "7.5"),
+    ("{Label}", "Widget: 7.5"),
+];
+
+#[tokio::test]
+async fn compiled_values_are_right() {
+    let base = url();
+    let admin = connect(&base).await;
+    let db = format!("formula_test_{}", rand::random::<u32>());
+    admin
+        .batch_execute(&format!("CREATE DATABASE {db}"))
+        .await
+        .unwrap();
+    let db_url = with_db(&base, &db);
+    let outcome = tokio::spawn(async move {
+        let c = connect(&db_url).await;
+        c.batch_execute(
+            "SET TimeZone = 'America/New_York'; \
+             CREATE TABLE v (id serial primary key, fld_price numeric, fld_qty numeric, fld_name text, \
+             fld_notes text, fld_due date, fld_start timestamptz, fld_done boolean, fld_status text, fld_odd text); \
+             INSERT INTO v (fld_price, fld_qty, fld_name, fld_notes, fld_due, fld_start, fld_done, fld_status) \
+             VALUES (2.5, 3, 'Widget', NULL, '2024-01-31', '2024-02-29 12:34:56.789Z', true, 'ch2')",
+        )
+        .await
+        .unwrap();
+        let mut wrong = Vec::new();
+        for (i, (src, want)) in EXPECTED.iter().enumerate() {
+            let compiled = compile(src, &schema(), None).unwrap_or_else(|e| panic!("{src}: {e}"));
+            c.batch_execute(&format!(
+                "ALTER TABLE v ADD COLUMN f{i} {} GENERATED ALWAYS AS ({}) STORED",
+                compiled.result.sql_type(),
+                compiled.sql
+            ))
+            .await
+            .unwrap_or_else(|e| panic!("{src}: {}", db_err(&e)));
+            let row = c
+                .query_one(&format!("SELECT COALESCE(f{i}::text, 'NULL') FROM v"), &[])
+                .await
+                .unwrap();
+            let got: String = row.get(0);
+            if got != *want {
+                wrong.push(format!("{src}: got {got:?}, want {want:?}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    })
+    .await;
+    let _ = admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+        .await;
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
