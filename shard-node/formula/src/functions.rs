@@ -575,7 +575,7 @@ pub(crate) fn call(cx: &mut Ctx<'_>, name: &str, at: usize, exprs: &[Expr]) -> R
             a.arity(3, 3)?;
             let d = a.date(0)?;
             let k = a.num(1)?;
-            let unit = a.unit(2, &ALL_UNITS[..])?;
+            let unit = a.unit(2, ALL_UNITS)?;
             dateadd(d, &k, unit)
         }
         "DATETIME_DIFF" => {
@@ -583,7 +583,7 @@ pub(crate) fn call(cx: &mut Ctx<'_>, name: &str, at: usize, exprs: &[Expr]) -> R
             let x = a.date(0)?;
             let y = a.date(1)?;
             let unit = if n == 3 {
-                a.unit(2, &ALL_UNITS[..])?
+                a.unit(2, ALL_UNITS)?
             } else {
                 Unit::Second
             };
