@@ -270,14 +270,12 @@ impl<'a> Ctx<'a> {
         let sym = format!("'{}'", op.symbol());
         match op {
             BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div => {
-                if matches!(l.ty, Ty::Text) || matches!(r.ty, Ty::Text) {
-                    if op == BinaryOp::Add {
-                        let at = if l.ty == Ty::Text { la } else { ra };
-                        return Err(SpanError::new(
-                            at,
-                            "'+' expects numbers, got text (use & to join text)",
-                        ));
-                    }
+                if op == BinaryOp::Add && (l.ty == Ty::Text || r.ty == Ty::Text) {
+                    let at = if l.ty == Ty::Text { la } else { ra };
+                    return Err(SpanError::new(
+                        at,
+                        "'+' expects numbers, got text (use & to join text)",
+                    ));
                 }
                 let a = self.number(l, la, &sym)?;
                 let b = self.number(r, ra, &sym)?;
