@@ -23,6 +23,7 @@ pub mod json;
 pub mod state;
 pub mod tables;
 pub mod tenant_schema;
+pub mod views;
 
 use std::future::Future;
 

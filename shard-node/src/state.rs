@@ -45,6 +45,10 @@ pub enum DbOp {
     GetTable,
     RenameTable,
     DeleteTable,
+    ListViews,
+    CreateView,
+    UpdateView,
+    DeleteView,
 }
 
 impl DbOp {
@@ -64,6 +68,10 @@ impl DbOp {
             DbOp::GetTable => "get_table",
             DbOp::RenameTable => "rename_table",
             DbOp::DeleteTable => "delete_table",
+            DbOp::ListViews => "list_views",
+            DbOp::CreateView => "create_view",
+            DbOp::UpdateView => "update_view",
+            DbOp::DeleteView => "delete_view",
         }
     }
 }

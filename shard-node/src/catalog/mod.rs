@@ -6,3 +6,4 @@ pub mod databases;
 pub mod fields;
 pub mod migrations;
 pub mod tables;
+pub mod views;

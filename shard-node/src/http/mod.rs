@@ -10,7 +10,7 @@ use axum::Router;
 use crate::auth::principal::require_principal;
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::{databases, tables};
+use crate::{databases, tables, views};
 
 async fn not_found() -> ApiError {
     ApiError::NotFound
@@ -34,6 +34,14 @@ pub fn router(state: AppState) -> Router {
             get(tables::get::handler)
                 .patch(tables::update::handler)
                 .delete(tables::delete::handler),
+        )
+        .route(
+            "/api/tables/{id}/views",
+            get(views::list::handler).post(views::create::handler),
+        )
+        .route(
+            "/api/views/{id}",
+            axum::routing::patch(views::update::handler).delete(views::delete::handler),
         )
         .fallback(not_found)
         .method_not_allowed_fallback(not_found)

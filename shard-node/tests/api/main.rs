@@ -4,3 +4,4 @@ mod auth;
 mod databases;
 mod helpers;
 mod tables;
+mod views;
