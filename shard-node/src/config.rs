@@ -53,6 +53,45 @@ pub struct Config {
     pub control_plane_token: Option<Secret>,
     /// `SHARD_POOL_SIZE`, default 16.
     pub pool_size: usize,
+    /// The trash purger's schedule.
+    pub trash: TrashSettings,
+}
+
+/// Part A: a trashed record is restorable for seven days.
+pub const TRASH_RETENTION: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+/// How often the trash purger runs by default.
+pub const TRASH_PURGE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// When the background purger runs and what it removes.
+#[derive(Debug, Clone, Copy)]
+pub struct TrashSettings {
+    /// `SHARD_TRASH_PURGE_INTERVAL_SECS`, default one hour.
+    pub interval: std::time::Duration,
+    /// `SHARD_TRASH_RETENTION_SECS`: records trashed longer ago than this
+    /// are removed; default seven days.
+    pub retention: std::time::Duration,
+}
+
+impl Default for TrashSettings {
+    fn default() -> Self {
+        Self {
+            interval: TRASH_PURGE_INTERVAL,
+            retention: TRASH_RETENTION,
+        }
+    }
+}
+
+fn secs(name: &str, default: std::time::Duration) -> anyhow::Result<std::time::Duration> {
+    match optional(name) {
+        Some(v) => {
+            let n: u64 = v
+                .parse()
+                .with_context(|| format!("{name} must be a whole number of seconds"))?;
+            anyhow::ensure!(n > 0, "{name} must be positive");
+            Ok(std::time::Duration::from_secs(n))
+        }
+        None => Ok(default),
+    }
 }
 
 fn required(name: &str) -> anyhow::Result<String> {
@@ -84,6 +123,11 @@ impl Config {
             control_plane_url: optional("CONTROL_PLANE_URL"),
             control_plane_token: optional("CONTROL_PLANE_TOKEN").map(Secret::new),
             pool_size,
+            trash: TrashSettings {
+                interval: secs("SHARD_TRASH_PURGE_INTERVAL_SECS", TRASH_PURGE_INTERVAL)?,
+                retention: secs("SHARD_TRASH_RETENTION_SECS", TRASH_RETENTION)?,
+            },
         })
     }
 }
+

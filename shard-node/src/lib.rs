@@ -22,7 +22,9 @@ pub mod http;
 pub mod json;
 pub mod state;
 pub mod tables;
+pub mod records;
 pub mod tenant_schema;
+pub mod trash;
 pub mod views;
 
 use std::future::Future;
@@ -47,6 +49,7 @@ pub async fn run_until(
 ) -> anyhow::Result<()> {
     let db = Db::connect(config.database_url.expose(), config.pool_size)?;
     migrate(&db).await?;
+    let _purger = trash::purger::spawn(db.clone(), config.trash);
     let state = AppState::new(&config, db);
     let app = http::router(state);
     tracing::info!(

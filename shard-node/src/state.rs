@@ -49,6 +49,12 @@ pub enum DbOp {
     CreateView,
     UpdateView,
     DeleteView,
+    CreateRecords,
+    TrashRecords,
+    ListTrash,
+    RestoreRecords,
+    PurgeRecords,
+    PurgeExpired,
 }
 
 impl DbOp {
@@ -72,6 +78,12 @@ impl DbOp {
             DbOp::CreateView => "create_view",
             DbOp::UpdateView => "update_view",
             DbOp::DeleteView => "delete_view",
+            DbOp::CreateRecords => "create_records",
+            DbOp::TrashRecords => "trash_records",
+            DbOp::ListTrash => "list_trash",
+            DbOp::RestoreRecords => "restore_records",
+            DbOp::PurgeRecords => "purge_records",
+            DbOp::PurgeExpired => "purge_expired",
         }
     }
 }

@@ -10,7 +10,7 @@ use axum::Router;
 use crate::auth::principal::require_principal;
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::{databases, tables, views};
+use crate::{databases, records, tables, trash, views};
 
 async fn not_found() -> ApiError {
     ApiError::NotFound
@@ -43,6 +43,13 @@ pub fn router(state: AppState) -> Router {
             "/api/views/{id}",
             axum::routing::patch(views::update::handler).delete(views::delete::handler),
         )
+        .route(
+            "/api/tables/{id}/records",
+            post(records::create::handler).delete(records::delete::handler),
+        )
+        .route("/api/tables/{id}/trash", get(trash::list::handler))
+        .route("/api/tables/{id}/trash/restore", post(trash::restore::handler))
+        .route("/api/tables/{id}/trash/purge", post(trash::purge::handler))
         .fallback(not_found)
         .method_not_allowed_fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(

@@ -157,6 +157,7 @@ pub async fn spawn_app_on(url: String) -> TestApp {
         control_plane_url: None,
         control_plane_token: None,
         pool_size: 4,
+        trash: Default::default(),
     };
     tokio::spawn(async move {
         if let Err(e) = shard_node::run_until(config, listener, std::future::pending()).await {

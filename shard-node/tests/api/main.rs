@@ -4,4 +4,5 @@ mod auth;
 mod databases;
 mod helpers;
 mod tables;
+mod trash;
 mod views;

@@ -1,0 +1,102 @@
+//! `DELETE /api/tables/{id}/records`: moves up to 100 live records to the
+//! trash (`{records:[ids]}` in the body or `records=a,b` in the query).
+//! Editors may trash only records they created; owners any.
+
+use std::collections::HashMap;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use cluster_protocol::control::Role;
+use serde_json::{json, Value};
+
+use super::table::RecordTable;
+use super::{batch, events, record_ids, store, MAX_BATCH};
+use crate::auth::{Access, Editor};
+use crate::error::{ApiError, ApiResult};
+use crate::http::body::parse_object;
+use crate::state::{AppState, Db, DbOp};
+
+/// 403 message for an editor acting on someone else's record in the trash
+/// operations (part C lists no wording for it).
+pub const NOT_OWN_RECORD: &str = "Editors can only delete, restore or purge records they created.";
+
+pub async fn handler(
+    Editor(access): Editor,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let ids = match query.get("records") {
+        Some(list) if body.iter().all(u8::is_ascii_whitespace) => {
+            let items: Vec<Value> = list
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| Value::String(s.to_owned()))
+                .collect();
+            if items.is_empty() {
+                return Err(ApiError::bad_request(
+                    "records must name at least one record.",
+                ));
+            }
+            if items.len() > MAX_BATCH {
+                return Err(ApiError::bad_request(format!(
+                    "A batch holds at most {MAX_BATCH} records; this one has {}.",
+                    items.len()
+                )));
+            }
+            record_ids(&items, "records")?
+        }
+        _ => {
+            let body = parse_object(&body)?;
+            record_ids(batch(&body, "records")?, "records")?
+        }
+    };
+    trash(&state.db, &access, &id, &ids).await?;
+    let records: Vec<Value> = ids
+        .iter()
+        .map(|id| json!({"id": id, "deleted": true}))
+        .collect();
+    Ok(Json(json!({ "records": records })))
+}
+
+/// The editor-only-own-records rule: 403 when an editor names a record
+/// someone else created. `states` are (id, created_by, trashed).
+pub fn check_own(access: &Access, states: &[(String, Option<String>, bool)]) -> ApiResult<()> {
+    if access.principal.role == Some(Role::Owner) {
+        return Ok(());
+    }
+    let me = access.user_id();
+    if states.iter().any(|(_, by, _)| by.as_deref() != Some(me)) {
+        return Err(ApiError::Forbidden(NOT_OWN_RECORD));
+    }
+    Ok(())
+}
+
+pub async fn trash(db: &Db, access: &Access, table_id: &str, ids: &[String]) -> ApiResult<()> {
+    db.measured(DbOp::TrashRecords, async {
+        let mut client = db.client().await?;
+        let tx = client.transaction().await?;
+        let table = RecordTable::load(&tx, &access.database_id, table_id).await?;
+        let states = store::states(&tx, &table, ids, true).await?;
+        for id in ids {
+            match states.iter().find(|(i, _, _)| i == id) {
+                None => return Err(ApiError::NotFound),
+                Some((_, _, true)) => {
+                    return Err(ApiError::bad_request(format!(
+                        "Record {id} is already in the trash."
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        check_own(access, &states)?;
+        store::trash(&tx, &table, ids).await?;
+        events::record_events(&tx, &table, events::RecordEvent::Deleted, ids, ids.len()).await?;
+        tx.commit().await?;
+        Ok(())
+    })
+    .await
+}

@@ -1,0 +1,87 @@
+//! Record routes of part B: reading (list, list by body, one record),
+//! writing (create, update, upsert, trash) and pressing a button.
+//!
+//! * [`table`]: the table a request addresses, resolved once per request.
+//! * [`store`]: every statement over a tenant's record table (no SQL
+//!   elsewhere in this module).
+//! * [`reply`]: how records are shaped for a reply (`key_by`, `flat`,
+//!   companion maps).
+//! * [`events`]: the one place where record writes hand their events to
+//!   webhooks, inside the write's transaction.
+
+pub mod cells;
+pub mod create;
+pub mod delete;
+pub mod events;
+pub mod reply;
+pub mod store;
+pub mod table;
+
+use serde_json::Value;
+
+use crate::error::{ApiError, ApiResult};
+
+/// Part C: records per write batch (also trash restore/purge ids).
+pub const MAX_BATCH: usize = 100;
+
+/// A batch's `records` list: present, a list, 1..=100 items.
+pub fn batch<'a>(body: &'a serde_json::Map<String, Value>, key: &str) -> ApiResult<&'a [Value]> {
+    let items = match body.get(key) {
+        Some(Value::Array(items)) => items,
+        None | Some(Value::Null) => {
+            return Err(ApiError::bad_request(format!("{key} is required.")))
+        }
+        Some(_) => return Err(ApiError::bad_request(format!("{key} must be a list."))),
+    };
+    if items.is_empty() {
+        return Err(ApiError::bad_request(format!("{key} must not be empty.")));
+    }
+    if items.len() > MAX_BATCH {
+        return Err(ApiError::bad_request(format!(
+            "A batch holds at most {MAX_BATCH} records; this one has {}.",
+            items.len()
+        )));
+    }
+    Ok(items)
+}
+
+/// A list of `rec_` ids (strings), duplicates taken once, order kept.
+pub fn record_ids(items: &[Value], what: &str) -> ApiResult<Vec<String>> {
+    let mut ids: Vec<String> = Vec::with_capacity(items.len());
+    for item in items {
+        let Value::String(id) = item else {
+            return Err(ApiError::bad_request(format!(
+                "{what} must be record ids (strings)."
+            )));
+        };
+        if !ids.contains(id) {
+            ids.push(id.clone());
+        }
+    }
+    Ok(ids)
+}
+
+/// Part C: `page_size` bounds and default (record list, trash list).
+pub const PAGE_SIZE_MAX: i64 = 1000;
+pub const PAGE_SIZE_DEFAULT: i64 = 100;
+
+/// `page_size`: a whole number 1..=1000 (text or JSON number); default 100.
+pub fn page_size(raw: Option<&Value>) -> ApiResult<i64> {
+    let n = match raw {
+        None | Some(Value::Null) => return Ok(PAGE_SIZE_DEFAULT),
+        Some(Value::Number(n)) => n.as_i64(),
+        Some(Value::String(s)) => s.trim().parse::<i64>().ok(),
+        Some(_) => None,
+    };
+    match n {
+        Some(n) if (1..=PAGE_SIZE_MAX).contains(&n) => Ok(n),
+        _ => Err(ApiError::bad_request(format!(
+            "page_size must be a whole number from 1 to {PAGE_SIZE_MAX}."
+        ))),
+    }
+}
+
+/// A filter-lang refusal as the API's 400.
+pub fn filter_error(e: filter_lang::Error) -> ApiError {
+    ApiError::bad_request(format!("{}: {}", e.path, e.message))
+}

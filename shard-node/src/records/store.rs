@@ -1,0 +1,212 @@
+//! Every statement over a tenant's record table. Identifiers come only from
+//! ids (see `tenant_schema`); values are always bound parameters. Cell
+//! values are read as `jsonb` through per-field read expressions, so one
+//! row shape serves every costume.
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::GenericClient;
+use serde_json::Value;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
+
+use super::table::RecordTable;
+
+/// Alias of the record table in every statement (filter-lang reserves
+/// `__fl_*`).
+pub const ROW: &str = "r";
+
+/// A record as stored: the internal columns and the read cells, in the
+/// order of the read expressions the caller passed.
+#[derive(Debug, Clone)]
+pub struct StoredRecord {
+    pub id: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub created_by: Option<String>,
+    pub deleted_at: Option<DateTime<Utc>>,
+    pub cells: Vec<Option<Value>>,
+}
+
+const BASE: &str = "r.id, r.created_at, r.updated_at, r.created_by, r.deleted_at";
+const BASE_COUNT: usize = 5;
+
+/// `SELECT` list: the internal columns, then each read expression.
+pub fn select_list(read_exprs: &[String]) -> String {
+    let mut s = String::from(BASE);
+    for e in read_exprs {
+        s.push_str(", ");
+        s.push_str(e);
+    }
+    s
+}
+
+pub fn from_row(row: &Row, cells: usize) -> Result<StoredRecord, tokio_postgres::Error> {
+    let mut values = Vec::with_capacity(cells);
+    for i in 0..cells {
+        values.push(row.try_get::<_, Option<Value>>(BASE_COUNT + i)?);
+    }
+    Ok(StoredRecord {
+        id: row.try_get(0)?,
+        created_at: row.try_get(1)?,
+        updated_at: row.try_get(2)?,
+        created_by: row.try_get(3)?,
+        deleted_at: row.try_get(4)?,
+        cells: values,
+    })
+}
+
+/// Records among `ids` (live or trashed), in the order of `ids`.
+pub async fn by_ids(
+    c: &impl GenericClient,
+    t: &RecordTable,
+    read_exprs: &[String],
+    params: &[&(dyn ToSql + Sync)],
+    ids: &[String],
+) -> Result<Vec<StoredRecord>, tokio_postgres::Error> {
+    let n = params.len() + 1;
+    let sql = format!(
+        "SELECT {} FROM {} AS r WHERE r.id = ANY(${n}::text[])",
+        select_list(read_exprs),
+        t.qualified
+    );
+    let mut all: Vec<&(dyn ToSql + Sync)> = params.to_vec();
+    all.push(&ids);
+    let rows = c.query(&sql, &all).await?;
+    let mut found: Vec<StoredRecord> = rows
+        .iter()
+        .map(|r| from_row(r, read_exprs.len()))
+        .collect::<Result<_, _>>()?;
+    found.sort_by_key(|r| ids.iter().position(|i| *i == r.id));
+    Ok(found)
+}
+
+/// The state of each of `ids` that exists: (id, created_by, trashed).
+pub async fn states(
+    c: &impl GenericClient,
+    t: &RecordTable,
+    ids: &[String],
+    lock: bool,
+) -> Result<Vec<(String, Option<String>, bool)>, tokio_postgres::Error> {
+    let sql = format!(
+        "SELECT id, created_by, deleted_at IS NOT NULL FROM {} WHERE id = ANY($1::text[]) ORDER BY id{}",
+        t.qualified,
+        if lock { " FOR UPDATE" } else { "" }
+    );
+    let rows = c.query(&sql, &[&ids]).await?;
+    rows.iter()
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+        .collect()
+}
+
+/// Moves live records to the trash.
+pub async fn trash(
+    c: &impl GenericClient,
+    t: &RecordTable,
+    ids: &[String],
+) -> Result<u64, tokio_postgres::Error> {
+    let sql = format!(
+        "UPDATE {} SET deleted_at = now() WHERE id = ANY($1::text[]) AND deleted_at IS NULL",
+        t.qualified
+    );
+    c.execute(&sql, &[&ids]).await
+}
+
+/// Brings trashed records back.
+pub async fn restore(
+    c: &impl GenericClient,
+    t: &RecordTable,
+    ids: &[String],
+) -> Result<u64, tokio_postgres::Error> {
+    let sql = format!(
+        "UPDATE {} SET deleted_at = NULL WHERE id = ANY($1::text[]) AND deleted_at IS NOT NULL",
+        t.qualified
+    );
+    c.execute(&sql, &[&ids]).await
+}
+
+/// Removes trashed records for good (connector rows go with them through
+/// their foreign keys).
+pub async fn purge(
+    c: &impl GenericClient,
+    t: &RecordTable,
+    ids: &[String],
+) -> Result<u64, tokio_postgres::Error> {
+    let sql = format!(
+        "DELETE FROM {} WHERE id = ANY($1::text[]) AND deleted_at IS NOT NULL",
+        t.qualified
+    );
+    c.execute(&sql, &[&ids]).await
+}
+
+/// Removes every trashed record, or only those `created_by` made.
+pub async fn purge_all(
+    c: &impl GenericClient,
+    t: &RecordTable,
+    created_by: Option<&str>,
+) -> Result<u64, tokio_postgres::Error> {
+    let sql = format!(
+        "DELETE FROM {} WHERE deleted_at IS NOT NULL AND ($1::text IS NULL OR created_by = $1)",
+        t.qualified
+    );
+    c.execute(&sql, &[&created_by]).await
+}
+
+/// Removes records trashed before `cutoff` from one real table.
+pub async fn purge_expired(
+    c: &impl GenericClient,
+    qualified: &str,
+    cutoff: DateTime<Utc>,
+) -> Result<u64, tokio_postgres::Error> {
+    let sql = format!("DELETE FROM {qualified} WHERE deleted_at IS NOT NULL AND deleted_at < $1");
+    c.execute(&sql, &[&cutoff]).await
+}
+
+/// One page of the trash, newest first (`deleted_at` descending, then id),
+/// resuming strictly after `after` = (deleted_at, id); fetches `limit` rows.
+pub async fn trash_page(
+    c: &impl GenericClient,
+    t: &RecordTable,
+    read_exprs: &[String],
+    params: &[&(dyn ToSql + Sync)],
+    after: Option<(DateTime<Utc>, String)>,
+    limit: i64,
+) -> Result<Vec<StoredRecord>, tokio_postgres::Error> {
+    let n = params.len();
+    let (at, id) = match &after {
+        Some((at, id)) => (Some(*at), Some(id.clone())),
+        None => (None, None),
+    };
+    let sql = format!(
+        "SELECT {} FROM {} AS r
+         WHERE r.deleted_at IS NOT NULL
+           AND (${a}::timestamptz IS NULL
+                OR r.deleted_at < ${a} OR (r.deleted_at = ${a} AND r.id > ${b}))
+         ORDER BY r.deleted_at DESC, r.id
+         LIMIT ${l}",
+        select_list(read_exprs),
+        t.qualified,
+        a = n + 1,
+        b = n + 2,
+        l = n + 3,
+    );
+    let mut all: Vec<&(dyn ToSql + Sync)> = params.to_vec();
+    all.push(&at);
+    all.push(&id);
+    all.push(&limit);
+    let rows = c.query(&sql, &all).await?;
+    rows.iter().map(|r| from_row(r, read_exprs.len())).collect()
+}
+
+/// Inserts records with no cells.
+pub async fn insert_bare(
+    c: &impl GenericClient,
+    t: &RecordTable,
+    ids: &[String],
+    created_by: &str,
+) -> Result<u64, tokio_postgres::Error> {
+    let sql = format!(
+        "INSERT INTO {} (id, created_by) SELECT unnest($1::text[]), $2",
+        t.qualified
+    );
+    c.execute(&sql, &[&ids, &created_by]).await
+}

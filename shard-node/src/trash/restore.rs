@@ -1,0 +1,58 @@
+//! `POST /api/tables/{id}/trash/restore`: `{ids}` (at most 100) back to
+//! active; 400 when an id is not in the trash; `record.created` fires.
+
+use axum::extract::{Path, State};
+use axum::Json;
+use serde_json::{Map, Value};
+
+use crate::auth::{Access, Editor};
+use crate::error::ApiResult;
+use crate::http::body::JsonObject;
+use crate::records::delete::check_own;
+use crate::records::events::{self, RecordEvent};
+use crate::records::reply::{self, Shape};
+use crate::records::table::RecordTable;
+use crate::records::{cells, store};
+use crate::state::{AppState, Db, DbOp};
+
+pub async fn handler(
+    Editor(access): Editor,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Json<Map<String, Value>>> {
+    let ids = super::ids(&body)?;
+    Ok(Json(restore(&state.db, &access, &id, &ids).await?))
+}
+
+pub async fn restore(
+    db: &Db,
+    access: &Access,
+    table_id: &str,
+    ids: &[String],
+) -> ApiResult<Map<String, Value>> {
+    db.measured(DbOp::RestoreRecords, async {
+        let mut client = db.client().await?;
+        let tx = client.transaction().await?;
+        let table = RecordTable::load(&tx, &access.database_id, table_id).await?;
+        let states = store::states(&tx, &table, ids, true).await?;
+        super::all_in_trash(ids, &states)?;
+        check_own(access, &states)?;
+        store::restore(&tx, &table, ids)
+            .await
+            .map_err(|e| cells::unique_violation(e, &table))?;
+        events::record_events(&tx, &table, RecordEvent::Created, ids, ids.len()).await?;
+        let read = cells::read_fields(&tx, &table, None).await?;
+        let rows = store::by_ids(&tx, &table, &read.exprs(), &[], ids).await?;
+        tx.commit().await?;
+        let shape = Shape::default();
+        let records = rows
+            .into_iter()
+            .map(|r| reply::record_json(r, &read.fields, shape, &[]))
+            .collect();
+        let mut out = Map::new();
+        out.insert("records".into(), Value::Array(records));
+        Ok(out)
+    })
+    .await
+}
