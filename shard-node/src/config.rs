@@ -131,3 +131,13 @@ impl Config {
     }
 }
 
+/// Fields per table (part C); a link counts on both tables.
+pub const MAX_FIELDS_PER_TABLE: i64 = 500;
+/// Choices per select field and characters per choice name (part C).
+pub const MAX_CHOICES: usize = 1000;
+pub const MAX_CHOICE_NAME_CHARS: usize = 500;
+/// Picker fields on a link (part C): four, at most one an attachment.
+pub const MAX_PICKER_FIELDS: usize = 4;
+/// Button label characters (longer labels are truncated) and URL template length.
+pub const MAX_BUTTON_LABEL_CHARS: usize = 40;
+pub const MAX_BUTTON_URL_CHARS: usize = 2000;

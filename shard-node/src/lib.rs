@@ -7,10 +7,12 @@
 //! * [`http`]: router assembly, the one body parser, request spans, health.
 //! * [`auth`]: the verified principal and the extractors that carry a
 //!   permission (`Reader`, `Editor`, `Owner<Act>`, `Creator`).
-//! * [`databases`], [`tables`]: handlers (authorize, parse, call, serialise)
+//! * [`databases`], [`tables`], [`fields`]: handlers (authorize, parse, call, serialise)
 //!   and the service function each one calls.
 //! * [`catalog`]: all SQL over the shard catalog, one file per concern;
 //!   [`tenant_schema`]: all DDL of tenant schemas and tables.
+//! * [`schema`]: the schema model of a database (tables, fields, costumes,
+//!   columns, operators), cached per database by `schema_version`.
 //! * [`error`]: the one error type and its HTTP mapping.
 
 pub mod auth;
@@ -18,11 +20,13 @@ pub mod catalog;
 pub mod config;
 pub mod databases;
 pub mod error;
+pub mod fields;
 pub mod http;
 pub mod json;
+pub mod records;
+pub mod schema;
 pub mod state;
 pub mod tables;
-pub mod records;
 pub mod tenant_schema;
 pub mod trash;
 pub mod views;

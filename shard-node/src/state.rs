@@ -14,6 +14,8 @@ use crate::error::ApiResult;
 #[derive(Clone)]
 pub struct AppState {
     pub db: Db,
+    /// The schema model of each database, reloaded when its version moves.
+    pub schemas: Arc<crate::schema::cache::SchemaCache>,
     pub secret: Arc<Secret>,
     pub shard_name: Arc<str>,
 }
@@ -22,6 +24,7 @@ impl AppState {
     pub fn new(config: &Config, db: Db) -> Self {
         Self {
             db,
+            schemas: Arc::new(crate::schema::cache::SchemaCache::new()),
             secret: Arc::new(config.cluster_secret.clone()),
             shard_name: Arc::from(config.shard_name.as_str()),
         }
@@ -45,6 +48,10 @@ pub enum DbOp {
     GetTable,
     RenameTable,
     DeleteTable,
+    LoadSchema,
+    CreateField,
+    UpdateField,
+    DeleteField,
     ListViews,
     CreateView,
     UpdateView,
@@ -74,6 +81,10 @@ impl DbOp {
             DbOp::GetTable => "get_table",
             DbOp::RenameTable => "rename_table",
             DbOp::DeleteTable => "delete_table",
+            DbOp::LoadSchema => "load_schema",
+            DbOp::CreateField => "create_field",
+            DbOp::UpdateField => "update_field",
+            DbOp::DeleteField => "delete_field",
             DbOp::ListViews => "list_views",
             DbOp::CreateView => "create_view",
             DbOp::UpdateView => "update_view",

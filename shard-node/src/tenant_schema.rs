@@ -82,6 +82,222 @@ fn ident_suffix(table_id: &str, suffix: &str) -> anyhow::Result<String> {
     Ok(format!("\"{table_id}_{suffix}\""))
 }
 
+/// `"fld_..."`: the real column of a field.
+pub fn column(field_id: &str) -> anyhow::Result<String> {
+    ident(Kind::Field, field_id)
+}
+
+/// `"db_..."."lnk_fld_..."`: the connector table of a link pair, named by
+/// the forward field.
+pub fn connector(database_id: &str, forward_field_id: &str) -> anyhow::Result<String> {
+    ident(Kind::Field, forward_field_id)?;
+    Ok(format!(
+        "{}.\"{}\"",
+        schema(database_id)?,
+        crate::schema::connector_name(forward_field_id)
+    ))
+}
+
+/// Name of the partial unique index of a field (`"uq_fld_..."`), bare and
+/// schema-qualified.
+fn unique_index(database_id: &str, field_id: &str) -> anyhow::Result<(String, String)> {
+    ident(Kind::Field, field_id)?;
+    let bare = format!("\"uq_{field_id}\"");
+    Ok((bare.clone(), format!("{}.{bare}", schema(database_id)?)))
+}
+
+/// Column types a field column may have (never user text).
+fn checked_type(sql_type: &str) -> anyhow::Result<&str> {
+    match sql_type {
+        "text" | "numeric" | "date" | "timestamptz" | "boolean" | "text[]" => Ok(sql_type),
+        other => bail!("refusing column type {other:?}"),
+    }
+}
+
+/// Adds a plain nullable column for a stored field.
+pub async fn add_column(
+    c: &impl GenericClient,
+    database_id: &str,
+    table_id: &str,
+    field_id: &str,
+    sql_type: &str,
+) -> anyhow::Result<()> {
+    let sql = format!(
+        "ALTER TABLE {} ADD COLUMN {} {}",
+        table(database_id, table_id)?,
+        column(field_id)?,
+        checked_type(sql_type)?
+    );
+    c.batch_execute(&sql).await.context("add field column")
+}
+
+/// Adds a formula's generated stored column. `expression` comes from the
+/// formula compiler, which only joins fixed SQL, quoted identifiers and
+/// quoted literals. Errors are returned raw: the caller decides what the
+/// user is told (never the datastore's text).
+pub async fn add_generated_column(
+    c: &impl GenericClient,
+    database_id: &str,
+    table_id: &str,
+    field_id: &str,
+    sql_type: &str,
+    expression: &str,
+) -> anyhow::Result<Result<(), tokio_postgres::Error>> {
+    let sql = format!(
+        "ALTER TABLE {} ADD COLUMN {} {} GENERATED ALWAYS AS ({expression}) STORED",
+        table(database_id, table_id)?,
+        column(field_id)?,
+        checked_type(sql_type)?
+    );
+    Ok(c.batch_execute(&sql).await)
+}
+
+pub async fn drop_column(
+    c: &impl GenericClient,
+    database_id: &str,
+    table_id: &str,
+    field_id: &str,
+) -> anyhow::Result<()> {
+    let sql = format!(
+        "ALTER TABLE {} DROP COLUMN IF EXISTS {}",
+        table(database_id, table_id)?,
+        column(field_id)?
+    );
+    c.batch_execute(&sql).await.context("drop field column")
+}
+
+/// The conversions a type change may run (part A, "Field type change").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cast {
+    /// text -> numeric; blank text becomes NULL, anything else non-numeric
+    /// fails the statement.
+    TextToNumber,
+    /// numeric or boolean -> text.
+    ToText,
+    /// single select (text) -> multi select (text[]).
+    SingleToMulti,
+}
+
+/// `ALTER COLUMN ... TYPE ... USING ...`. The inner result is the
+/// datastore's refusal (a value that does not convert), for the caller to
+/// turn into a 400 without its text.
+pub async fn alter_column_type(
+    c: &impl GenericClient,
+    database_id: &str,
+    table_id: &str,
+    field_id: &str,
+    cast: Cast,
+) -> anyhow::Result<Result<(), tokio_postgres::Error>> {
+    let col = column(field_id)?;
+    let (ty, using) = match cast {
+        Cast::TextToNumber => ("numeric", format!("NULLIF(btrim({col}), '')::numeric")),
+        Cast::ToText => ("text", format!("{col}::text")),
+        Cast::SingleToMulti => (
+            "text[]",
+            format!("CASE WHEN {col} IS NULL THEN NULL ELSE ARRAY[{col}] END"),
+        ),
+    };
+    let sql = format!(
+        "ALTER TABLE {} ALTER COLUMN {col} TYPE {ty} USING {using}",
+        table(database_id, table_id)?
+    );
+    Ok(c.batch_execute(&sql).await)
+}
+
+/// The partial UNIQUE index of a field over live records. The inner result
+/// is the datastore's refusal (duplicates already stored).
+pub async fn create_unique_index(
+    c: &impl GenericClient,
+    database_id: &str,
+    table_id: &str,
+    field_id: &str,
+) -> anyhow::Result<Result<(), tokio_postgres::Error>> {
+    let (bare, _) = unique_index(database_id, field_id)?;
+    let sql = format!(
+        "CREATE UNIQUE INDEX {bare} ON {} ({}) WHERE deleted_at IS NULL",
+        table(database_id, table_id)?,
+        column(field_id)?
+    );
+    Ok(c.batch_execute(&sql).await)
+}
+
+pub async fn drop_unique_index(
+    c: &impl GenericClient,
+    database_id: &str,
+    field_id: &str,
+) -> anyhow::Result<()> {
+    let (_, qualified) = unique_index(database_id, field_id)?;
+    c.batch_execute(&format!("DROP INDEX IF EXISTS {qualified}"))
+        .await
+        .context("drop unique index")
+}
+
+/// The connector table of a link pair: one row per (record, linked record),
+/// `position` keeping link order, a primary key (moves replicate it) and an
+/// index for the reverse side. Rows vanish with either record.
+pub async fn create_connector(
+    c: &impl GenericClient,
+    database_id: &str,
+    forward_field_id: &str,
+    from_table_id: &str,
+    to_table_id: &str,
+) -> anyhow::Result<()> {
+    let name = connector(database_id, forward_field_id)?;
+    let reverse_index = format!("\"lnk_{forward_field_id}_to\"");
+    let sql = format!(
+        "CREATE TABLE {name} (
+             from_id text NOT NULL REFERENCES {from} (id) ON DELETE CASCADE,
+             to_id text NOT NULL REFERENCES {to} (id) ON DELETE CASCADE,
+             position bigint GENERATED BY DEFAULT AS IDENTITY,
+             created_at timestamptz NOT NULL DEFAULT now(),
+             PRIMARY KEY (from_id, to_id)
+         );
+         CREATE INDEX {reverse_index} ON {name} (to_id);",
+        from = table(database_id, from_table_id)?,
+        to = table(database_id, to_table_id)?,
+    );
+    c.batch_execute(&sql)
+        .await
+        .context("create connector table")
+}
+
+pub async fn drop_connector(
+    c: &impl GenericClient,
+    database_id: &str,
+    forward_field_id: &str,
+) -> anyhow::Result<()> {
+    let sql = format!(
+        "DROP TABLE IF EXISTS {}",
+        connector(database_id, forward_field_id)?
+    );
+    c.batch_execute(&sql).await.context("drop connector table")
+}
+
+/// Clears select cells holding a choice id no longer in `kept`.
+pub async fn clear_removed_choices(
+    c: &impl GenericClient,
+    database_id: &str,
+    table_id: &str,
+    field_id: &str,
+    multi: bool,
+    kept: &[String],
+) -> anyhow::Result<()> {
+    let col = column(field_id)?;
+    let set = if multi {
+        format!(
+            "{col} = ARRAY(SELECT v FROM unnest({col}) AS v WHERE v = ANY($1)) \
+             WHERE NOT ({col} <@ $1)"
+        )
+    } else {
+        format!("{col} = NULL WHERE {col} IS NOT NULL AND NOT ({col} = ANY($1))")
+    };
+    let sql = format!("UPDATE {} SET {set}", table(database_id, table_id)?);
+    c.execute(&sql, &[&kept])
+        .await
+        .context("clear removed choices")?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -168,3 +168,45 @@ pub async fn delete(c: &impl GenericClient, id: &str) -> Result<bool, tokio_post
         .await?
         == 1)
 }
+
+/// Bumps `updated_at`/`updated_by` and `schema_version` after a structural
+/// change (the schema cache of every node reloads on the new version).
+pub async fn touch_structure(
+    c: &impl GenericClient,
+    id: &str,
+    user_id: &str,
+) -> Result<(), tokio_postgres::Error> {
+    c.execute(
+        "UPDATE databases SET updated_at = now(), updated_by = $2,
+             schema_version = schema_version + 1
+         WHERE id = $1",
+        &[&id, &user_id],
+    )
+    .await?;
+    Ok(())
+}
+
+/// The database's `schema_version`; `None` when not held here.
+pub async fn schema_version(
+    c: &impl GenericClient,
+    id: &str,
+) -> Result<Option<i64>, tokio_postgres::Error> {
+    let row = c
+        .query_opt("SELECT schema_version FROM databases WHERE id = $1", &[&id])
+        .await?;
+    row.map(|r| r.try_get(0)).transpose()
+}
+
+/// `schema_version` and `timezone`; `None` when not held here.
+pub async fn schema_version_and_timezone(
+    c: &impl GenericClient,
+    id: &str,
+) -> Result<Option<(i64, String)>, tokio_postgres::Error> {
+    let row = c
+        .query_opt(
+            "SELECT schema_version, timezone FROM databases WHERE id = $1",
+            &[&id],
+        )
+        .await?;
+    row.map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).transpose()
+}

@@ -6,10 +6,16 @@ use anyhow::Context;
 use deadpool_postgres::Object;
 
 /// Every migration, in order. Append only; never edit an applied file.
-pub const MIGRATIONS: &[(&str, &str)] = &[(
-    "0001_catalog",
-    include_str!("../../migrations/0001_catalog.sql"),
-)];
+pub const MIGRATIONS: &[(&str, &str)] = &[
+    (
+        "0001_catalog",
+        include_str!("../../migrations/0001_catalog.sql"),
+    ),
+    (
+        "0002_fields",
+        include_str!("../../migrations/0002_fields.sql"),
+    ),
+];
 
 /// Advisory lock key of the migration run ("shardmig" in ASCII).
 const MIGRATION_LOCK: i64 = 0x7368_6172_646d_6967;

@@ -5,8 +5,6 @@ use deadpool_postgres::GenericClient;
 use serde::Serialize;
 use tokio_postgres::Row;
 
-use super::fields::Field;
-
 /// A table as the API returns it. `fields` is present on list, get and
 /// create responses and absent from the rename response.
 #[derive(Debug, Clone, Serialize)]
@@ -21,7 +19,7 @@ pub struct Table {
     #[serde(serialize_with = "crate::json::ts")]
     pub updated_at: DateTime<Utc>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fields: Option<Vec<Field>>,
+    pub fields: Option<Vec<serde_json::Value>>,
 }
 
 const COLUMNS: &str = "id, database_id, name, position, display_field_id, created_at, updated_at";
@@ -123,4 +121,18 @@ pub async fn delete(
         )
         .await?;
     Ok(n == 1)
+}
+
+/// Sets (or clears) the table's display field.
+pub async fn set_display_field(
+    c: &impl GenericClient,
+    id: &str,
+    field_id: Option<&str>,
+) -> Result<(), tokio_postgres::Error> {
+    c.execute(
+        "UPDATE tables SET display_field_id = $2 WHERE id = $1",
+        &[&id, &field_id],
+    )
+    .await?;
+    Ok(())
 }

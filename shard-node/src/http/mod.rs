@@ -10,7 +10,7 @@ use axum::Router;
 use crate::auth::principal::require_principal;
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::{databases, records, tables, trash, views};
+use crate::{databases, fields, records, tables, trash, views};
 
 async fn not_found() -> ApiError {
     ApiError::NotFound
@@ -48,8 +48,19 @@ pub fn router(state: AppState) -> Router {
             post(records::create::handler).delete(records::delete::handler),
         )
         .route("/api/tables/{id}/trash", get(trash::list::handler))
-        .route("/api/tables/{id}/trash/restore", post(trash::restore::handler))
+        .route(
+            "/api/tables/{id}/trash/restore",
+            post(trash::restore::handler),
+        )
         .route("/api/tables/{id}/trash/purge", post(trash::purge::handler))
+        .route(
+            "/api/tables/{id}/fields",
+            get(fields::list::handler).post(fields::create::handler),
+        )
+        .route(
+            "/api/fields/{id}",
+            axum::routing::patch(fields::update::handler).delete(fields::delete::handler),
+        )
         .fallback(not_found)
         .method_not_allowed_fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(

@@ -8,11 +8,12 @@ use cluster_protocol::ids::{self, Kind};
 use serde_json::{json, Value};
 
 use crate::auth::Editor;
+use crate::catalog::tables;
 use crate::catalog::tables::Table;
-use crate::catalog::{databases, tables};
 use crate::config::MAX_TABLES_PER_DATABASE;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{required_name, JsonObject};
+use crate::schema::structural;
 use crate::state::{AppState, Db, DbOp};
 use crate::tenant_schema;
 
@@ -32,9 +33,7 @@ pub async fn create(db: &Db, database_id: &str, user_id: &str, name: &str) -> Ap
     db.measured(DbOp::CreateTable, async {
         let mut client = db.client().await?;
         let tx = client.transaction().await?;
-        let tag = databases::lock(&tx, database_id)
-            .await?
-            .ok_or(ApiError::NotFound)?;
+        let tag = structural::begin(&tx, database_id).await?;
         let (count, max_position) = tables::count_and_max_position(&tx, database_id).await?;
         if count >= MAX_TABLES_PER_DATABASE {
             return Err(ApiError::bad_request(format!(
@@ -44,7 +43,7 @@ pub async fn create(db: &Db, database_id: &str, user_id: &str, name: &str) -> Ap
         let table_id = ids::new_tagged(Kind::Table, &tag);
         let mut table = tables::insert(&tx, &table_id, database_id, name, max_position + 1).await?;
         tenant_schema::create_table(&tx, database_id, &table_id).await?;
-        databases::touch(&tx, database_id, user_id).await?;
+        structural::finish(&tx, database_id, user_id).await?;
         tx.commit().await?;
         table.fields = Some(Vec::new());
         Ok(table)

@@ -1,15 +1,17 @@
 //! `PATCH /api/tables/{id}`: rename only (`position`, `display_field_id`
-//! and other keys are ignored); the reply carries no `fields`.
+//! and other keys are ignored); the reply carries no `fields`. A structural
+//! change: the cached schema holds table names.
 
 use axum::extract::{Path, State};
 use axum::Json;
 use serde_json::{json, Value};
 
 use crate::auth::Editor;
+use crate::catalog::tables;
 use crate::catalog::tables::Table;
-use crate::catalog::{databases, tables};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{required_name, JsonObject};
+use crate::schema::structural;
 use crate::state::{AppState, Db, DbOp};
 
 pub async fn handler(
@@ -34,10 +36,11 @@ pub async fn rename(
     db.measured(DbOp::RenameTable, async {
         let mut client = db.client().await?;
         let tx = client.transaction().await?;
+        structural::begin(&tx, database_id).await?;
         let table = tables::rename(&tx, database_id, table_id, name)
             .await?
             .ok_or(ApiError::NotFound)?;
-        databases::touch(&tx, database_id, user_id).await?;
+        structural::finish(&tx, database_id, user_id).await?;
         tx.commit().await?;
         Ok(table)
     })

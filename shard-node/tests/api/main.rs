@@ -2,6 +2,7 @@
 
 mod auth;
 mod databases;
+mod fields;
 mod helpers;
 mod tables;
 mod trash;

@@ -175,22 +175,15 @@ async fn list_and_get_tables_with_fields() {
     let a = app.create_table(&db, &owner, "A").await;
     let b = app.create_table(&db, &owner, "B").await;
     let aid = a["id"].as_str().unwrap();
-    // Fields arrive with a later issue; seed two straight into the catalog.
-    for (suffix, name, pos) in [("2", "Second", 1i64), ("1", "First", 0)] {
-        app.pg
-            .execute(
-                "INSERT INTO fields (id, table_id, database_id, name, type, options, position)
-                 VALUES ($1, $2, $3, $4, 'single_line_text', '{\"unique\": false}', $5)",
-                &[
-                    &format!("fld_{}{suffix}", &aid[4..15]),
-                    &aid,
-                    &db,
-                    &name,
-                    &pos,
-                ],
+    for name in ["First", "Second"] {
+        let r = app
+            .post(
+                &format!("/api/tables/{aid}/fields"),
+                &owner,
+                json!({"name": name, "type": "single_line_text", "options": {"unique": false}}),
             )
-            .await
-            .unwrap();
+            .await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
     }
     for reader in [viewer(&db), support(&db), read_only(viewer(&db))] {
         let r = app
@@ -222,7 +215,18 @@ async fn list_and_get_tables_with_fields() {
     assert_eq!(f["type"], "single_line_text");
     assert_eq!(f["options"], json!({"unique": false}));
     assert_eq!(f["position"], 0);
-    assert_eq!(f["operators"], json!([]));
+    assert_eq!(
+        f["operators"],
+        json!([
+            "is",
+            "is_not",
+            "contains",
+            "not_contains",
+            "empty",
+            "not_empty"
+        ])
+    );
+    assert_eq!(t["display_field_id"], f["id"]);
 }
 
 #[tokio::test]
