@@ -24,6 +24,10 @@ pub enum ApiError {
     /// 409 with a message written for the caller.
     #[error("conflict: {0}")]
     Conflict(String),
+    /// 409 whose error object also carries `records` (stale `if_updated_at`,
+    /// an upsert match removed mid-write).
+    #[error("conflict: {0}")]
+    ConflictWithRecords(String, Vec<serde_json::Value>),
     /// 421: the principal's database is not in this shard's catalog.
     #[error("misplaced database")]
     Misplaced,
@@ -70,6 +74,11 @@ impl IntoResponse for ApiError {
             ApiError::NotFound => envelope(StatusCode::NOT_FOUND, ErrorBody::not_found()),
             ApiError::Conflict(m) => {
                 envelope(StatusCode::CONFLICT, ErrorBody::new(ErrorCode::Conflict, m))
+            }
+            ApiError::ConflictWithRecords(m, records) => {
+                let mut body = ErrorBody::new(ErrorCode::Conflict, m);
+                body.records = Some(serde_json::Value::Array(records));
+                envelope(StatusCode::CONFLICT, body)
             }
             ApiError::Misplaced => envelope(
                 StatusCode::from_u16(cluster_protocol::MISPLACED_STATUS)

@@ -62,6 +62,11 @@ pub enum DbOp {
     RestoreRecords,
     PurgeRecords,
     PurgeExpired,
+    UpdateRecords,
+    UpsertRecords,
+    ListRecords,
+    GetRecord,
+    PressButton,
 }
 
 impl DbOp {
@@ -95,6 +100,11 @@ impl DbOp {
             DbOp::RestoreRecords => "restore_records",
             DbOp::PurgeRecords => "purge_records",
             DbOp::PurgeExpired => "purge_expired",
+            DbOp::UpdateRecords => "update_records",
+            DbOp::UpsertRecords => "upsert_records",
+            DbOp::ListRecords => "list_records",
+            DbOp::GetRecord => "get_record",
+            DbOp::PressButton => "press_button",
         }
     }
 }

@@ -8,11 +8,10 @@ use axum::Json;
 use cluster_protocol::ids::{self, Kind};
 use serde_json::{Map, Value};
 
-use super::reply::{self, ReadField, Shape};
-use super::table::RecordTable;
-use super::{batch, events, store};
+use super::reply::{self, Shape};
+use super::{batch, events, write};
 use crate::auth::Editor;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::http::body::JsonObject;
 use crate::state::{AppState, Db, DbOp};
 
@@ -48,41 +47,29 @@ pub async fn create(
     db.measured(DbOp::CreateRecords, async {
         let mut client = db.client().await?;
         let tx = client.transaction().await?;
-        let table = RecordTable::load(&tx, database_id, table_id).await?;
+        let ctx = write::Ctx::load(&tx, database_id, table_id).await?;
+        let mut rows = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            let Some(obj) = item.as_object() else {
-                return Err(ApiError::bad_request(format!(
-                    "records[{i}] must be an object."
-                )));
-            };
-            match obj.get("fields") {
-                None | Some(Value::Null) => {}
-                Some(Value::Object(cells)) => {
-                    if let Some(k) = cells.keys().next() {
-                        return Err(ApiError::bad_request(format!("Unknown field '{k}'.")));
-                    }
-                }
-                Some(_) => {
-                    return Err(ApiError::bad_request(format!(
-                        "records[{i}].fields must be an object."
-                    )))
-                }
-            }
+            let cells = write::cells_of(item, i)?;
+            let prepared = write::prepare_cells(&ctx, cells, i)?;
+            rows.push((
+                ids::new_tagged(Kind::Record, &ctx.record_table.tag),
+                prepared,
+            ));
         }
-        let ids: Vec<String> = items
-            .iter()
-            .map(|_| ids::new_tagged(Kind::Record, &table.tag))
-            .collect();
-        store::insert_bare(&tx, &table, &ids, user_id).await?;
-        events::record_events(&tx, &table, events::RecordEvent::Created, &ids, items.len()).await?;
-        let fields: Vec<ReadField> = Vec::new();
-        let exprs: Vec<String> = fields.iter().map(|f| f.expr.clone()).collect();
-        let rows = store::by_ids(&tx, &table, &exprs, &[], &ids).await?;
+        write::insert(&tx, &ctx, user_id, &rows).await?;
+        let ids: Vec<String> = rows.into_iter().map(|(id, _)| id).collect();
+        events::record_events(
+            &tx,
+            &ctx.record_table,
+            events::RecordEvent::Created,
+            &ids,
+            items.len(),
+        )
+        .await?;
+        let fields = ctx.read_fields()?;
+        let records = write::read_back(&tx, &ctx, &fields, &ids, shape, |_| Vec::new()).await?;
         tx.commit().await?;
-        let records = rows
-            .into_iter()
-            .map(|r| reply::record_json(r, &fields, shape, &[]))
-            .collect();
         Ok(reply::records_reply(records, &fields, shape))
     })
     .await

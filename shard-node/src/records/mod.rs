@@ -13,9 +13,13 @@ pub mod cells;
 pub mod create;
 pub mod delete;
 pub mod events;
+pub mod get;
+pub mod list;
 pub mod reply;
 pub mod store;
 pub mod table;
+pub mod update;
+pub mod write;
 
 use serde_json::Value;
 

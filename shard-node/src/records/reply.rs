@@ -16,6 +16,8 @@ pub struct Shape {
     pub key_by_id: bool,
     pub flat: bool,
     pub select_ids: bool,
+    /// GET only: linked records per link cell that carry display text.
+    pub link_display_cap: Option<usize>,
 }
 
 /// A reply option as sent: a query string or a JSON body value.
@@ -82,6 +84,8 @@ pub enum Post {
     /// A choice id (or list of ids) shown by name unless `cell_format=ids`;
     /// the map is id -> name.
     Choices(HashMap<String, String>),
+    /// A link cell `[{id, display}]`; display text beyond the cap is null.
+    Link,
 }
 
 /// One field carried in a reply: its id, name, and how its cell reads.
@@ -115,8 +119,16 @@ pub fn record_json(
     let mut cells = Map::new();
     for (field, cell) in fields.iter().zip(rec.cells) {
         let mut v = cell.unwrap_or(Value::Null);
-        if let (Post::Choices(names), false) = (&field.post, shape.select_ids) {
-            v = choice_value(v, names);
+        match (&field.post, shape.select_ids, shape.link_display_cap) {
+            (Post::Choices(names), false, _) => v = choice_value(v, names),
+            (Post::Link, _, Some(cap)) => {
+                if let Value::Array(items) = &mut v {
+                    for item in items.iter_mut().skip(cap) {
+                        item["display"] = Value::Null;
+                    }
+                }
+            }
+            _ => {}
         }
         let key = if shape.key_by_id {
             &field.id

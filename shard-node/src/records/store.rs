@@ -210,3 +210,114 @@ pub async fn insert_bare(
     );
     c.execute(&sql, &[&ids, &created_by]).await
 }
+
+/// `jsonb_to_recordset` column list: `id text, "fld_a" numeric, ...`.
+fn recordset_columns(cols: &[(String, String)], extra: &str) -> anyhow::Result<String> {
+    let mut s = String::from("id text");
+    s.push_str(extra);
+    for (id, ty) in cols {
+        s.push_str(&format!(", {} {ty}", crate::tenant_schema::column(id)?));
+    }
+    Ok(s)
+}
+
+/// Inserts records with their column values: `rows` is a JSON list of
+/// objects `{id, <field id>: value}`; `cols` (field id, SQL type) the union
+/// of columns written.
+pub async fn insert_rows(
+    c: &impl GenericClient,
+    t: &RecordTable,
+    created_by: &str,
+    cols: &[(String, String)],
+    rows: &Value,
+) -> Result<u64, crate::error::ApiError> {
+    let mut names = String::from("id, created_by");
+    let mut values = String::from("x.id, $2");
+    for (id, _) in cols {
+        let col = crate::tenant_schema::column(id)?;
+        names.push_str(&format!(", {col}"));
+        values.push_str(&format!(", x.{col}"));
+    }
+    let sql = format!(
+        "INSERT INTO {} ({names}) SELECT {values} FROM jsonb_to_recordset($1::jsonb) AS x({})",
+        t.qualified,
+        recordset_columns(cols, "")?
+    );
+    c.execute(&sql, &[rows, &created_by])
+        .await
+        .map_err(|e| super::cells::unique_violation(e, t))
+}
+
+/// Updates the named cells of each record and bumps `updated_at`: `rows`
+/// is a JSON list of `{id, __keys: [field ids written], <field id>: value}`.
+pub async fn update_rows(
+    c: &impl GenericClient,
+    t: &RecordTable,
+    cols: &[(String, String)],
+    rows: &Value,
+) -> Result<u64, crate::error::ApiError> {
+    let mut set = String::from("updated_at = now()");
+    for (id, _) in cols {
+        let col = crate::tenant_schema::column(id)?;
+        // The id is [0-9A-Za-z_] only (checked by `column`): a safe literal.
+        set.push_str(&format!(
+            ", {col} = CASE WHEN '{id}' = ANY(x.__keys) THEN x.{col} ELSE r.{col} END"
+        ));
+    }
+    let sql = format!(
+        "UPDATE {} AS r SET {set} FROM jsonb_to_recordset($1::jsonb) AS x({}) WHERE r.id = x.id",
+        t.qualified,
+        recordset_columns(cols, ", __keys text[]")?
+    );
+    c.execute(&sql, &[rows])
+        .await
+        .map_err(|e| super::cells::unique_violation(e, t))
+}
+
+/// Live ids among `ids` in the table `qualified`.
+pub async fn live_ids(
+    c: &impl GenericClient,
+    qualified: &str,
+    ids: &[String],
+) -> Result<Vec<String>, tokio_postgres::Error> {
+    let sql =
+        format!("SELECT id FROM {qualified} WHERE id = ANY($1::text[]) AND deleted_at IS NULL");
+    let rows = c.query(&sql, &[&ids]).await?;
+    rows.iter().map(|r| r.try_get(0)).collect()
+}
+
+/// Replaces the links of `owners` in a connector: returns the ids at the
+/// other end before and after (for the `updated_at` bump).
+pub async fn replace_links(
+    c: &impl GenericClient,
+    connector: &str,
+    own: &str,
+    other: &str,
+    owners: &[String],
+    pairs: (&[String], &[String]),
+) -> Result<Vec<String>, tokio_postgres::Error> {
+    let sql = format!("DELETE FROM {connector} WHERE {own} = ANY($1::text[]) RETURNING {other}");
+    let old: Vec<String> = c
+        .query(&sql, &[&owners])
+        .await?
+        .iter()
+        .map(|r| r.try_get(0))
+        .collect::<Result<_, _>>()?;
+    let sql = format!(
+        "INSERT INTO {connector} ({own}, {other})
+         SELECT o, t FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(o, t, n)
+         ORDER BY n ON CONFLICT DO NOTHING"
+    );
+    c.execute(&sql, &[&pairs.0, &pairs.1]).await?;
+    Ok(old)
+}
+
+/// Bumps `updated_at` of records (the other end of a link write).
+pub async fn touch(
+    c: &impl GenericClient,
+    qualified: &str,
+    ids: &[String],
+) -> Result<u64, tokio_postgres::Error> {
+    let sql = format!("UPDATE {qualified} SET updated_at = now() WHERE id = ANY($1::text[])");
+    c.execute(&sql, &[&ids]).await
+}

@@ -4,6 +4,7 @@ mod auth;
 mod databases;
 mod fields;
 mod helpers;
+mod records;
 mod tables;
 mod trash;
 mod views;

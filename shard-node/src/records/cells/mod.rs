@@ -1,6 +1,9 @@
 //! Cells: how each costume is read (a `jsonb` read expression per field)
 //! and written (JSON in, a typed column value out).
 
+pub mod read;
+pub mod write;
+
 use deadpool_postgres::GenericClient;
 
 use super::reply::ReadField;
@@ -21,11 +24,17 @@ impl ReadSet {
 
 /// Every field of the table (or only `only`, by id, in that order).
 pub async fn read_fields(
-    _c: &impl GenericClient,
-    _table: &RecordTable,
-    _only: Option<&[String]>,
+    c: &impl GenericClient,
+    table: &RecordTable,
+    only: Option<&[String]>,
 ) -> ApiResult<ReadSet> {
-    Ok(ReadSet::default())
+    let schema = crate::schema::cache::load(c, &table.database_id).await?;
+    let t = schema
+        .table(&table.table_id)
+        .ok_or(crate::error::ApiError::NotFound)?;
+    Ok(ReadSet {
+        fields: read::read_set(&schema, t, only),
+    })
 }
 
 /// A unique-index violation as the 400 naming the field (the index name

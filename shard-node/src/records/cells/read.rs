@@ -1,0 +1,189 @@
+//! Read shapes of part A, as one `jsonb` expression per field over the
+//! record row `r`: strings, numbers (durations in seconds), `YYYY-MM-DD`
+//! days, UTC instants with milliseconds, choice ids (named in Rust),
+//! link cells as `[{id, display}]` in link order, lookups as one entry per
+//! live linked record, rollups as one aggregate. Computed at read time.
+
+use std::collections::HashMap;
+
+use crate::records::reply::{Post, ReadField};
+use crate::schema::{Costume, DatabaseSchema, Family, FieldRow, StorageKind, TableSchema};
+use crate::tenant_schema;
+
+/// `jsonb` of a stored column of `f` through the quoted row alias `row`.
+fn column_json(f: &FieldRow, row: &str) -> String {
+    let Ok(col) = tenant_schema::column(&f.id) else {
+        return "NULL::jsonb".into();
+    };
+    let e = format!("{row}.{col}");
+    match f.sql_type.as_deref() {
+        Some("date") => format!("to_jsonb(to_char({e}, 'YYYY-MM-DD'))"),
+        Some("timestamptz") => format!(
+            "to_jsonb(to_char({e} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'))"
+        ),
+        Some("boolean") => format!("to_jsonb(coalesce({e}, false))"),
+        Some("text[]") if f.costume == Costume::Attachment => {
+            format!("coalesce(to_jsonb({e}), '[]'::jsonb)")
+        }
+        Some(_) => format!("to_jsonb({e})"),
+        None => "NULL::jsonb".into(),
+    }
+}
+
+/// Text of the display field of a linked record (alias `row`), or NULL.
+fn display_text(schema: &DatabaseSchema, target: &TableSchema, row: &str) -> String {
+    let Some(df) = target
+        .display_field_id
+        .as_deref()
+        .and_then(|id| target.field(id))
+    else {
+        return "NULL::text".into();
+    };
+    let Ok(col) = tenant_schema::column(&df.id) else {
+        return "NULL::text".into();
+    };
+    let e = format!("{row}.{col}");
+    let _ = schema;
+    match df.sql_type.as_deref() {
+        Some("date") => format!("to_char({e}, 'YYYY-MM-DD')"),
+        Some("timestamptz") => {
+            format!("to_char({e} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')")
+        }
+        Some("text[]") => format!("array_to_string({e}, ', ')"),
+        Some(_) => format!("({e})::text"),
+        None => "NULL::text".into(),
+    }
+}
+
+/// `FROM connector c JOIN target t ON ... WHERE c.own = r.id AND t live`,
+/// with the link's aliases; None when the link is broken.
+fn link_join(
+    schema: &DatabaseSchema,
+    link: &FieldRow,
+    row: &str,
+) -> Option<(String, String, String)> {
+    let target = schema.link_target(link)?;
+    let owner = link.connector_owner()?;
+    let conn = tenant_schema::connector(&schema.database_id, owner).ok()?;
+    let target_q = tenant_schema::table(&schema.database_id, &target.id).ok()?;
+    let (own, other) = link.connector_columns();
+    let (c, t) = if row == "\"r\"" {
+        ("\"__rd_c\"", "\"__rd_t\"")
+    } else {
+        ("\"__rd_c2\"", "\"__rd_t2\"")
+    };
+    Some((
+        format!(
+            "FROM {conn} AS {c} JOIN {target_q} AS {t} ON {t}.id = {c}.{other} \
+             WHERE {c}.{own} = {row}.id AND {t}.deleted_at IS NULL"
+        ),
+        c.to_owned(),
+        t.to_owned(),
+    ))
+}
+
+fn choice_names(f: &FieldRow) -> HashMap<String, String> {
+    f.choices().into_iter().collect()
+}
+
+/// The read expression and post-processing of one field.
+pub fn read_field(schema: &DatabaseSchema, f: &FieldRow, row: &str) -> ReadField {
+    let (expr, post) = match f.costume.family() {
+        Family::Button => ("NULL::jsonb".to_owned(), Post::Plain),
+        Family::Select => (column_json(f, row), Post::Choices(choice_names(f))),
+        Family::Link => {
+            let expr = match (link_join(schema, f, row), schema.link_target(f)) {
+                (Some((from, c, t)), Some(target)) => format!(
+                    "coalesce((SELECT jsonb_agg(jsonb_build_object('id', {t}.id, 'display', {d}) \
+                     ORDER BY {c}.position) {from}), '[]'::jsonb)",
+                    d = display_text(schema, target, &t),
+                ),
+                _ => "'[]'::jsonb".to_owned(),
+            };
+            (expr, Post::Link)
+        }
+        Family::Lookup => match schema.rides(f) {
+            Some((link, Some(target))) => match link_join(schema, link, row) {
+                Some((from, c, t)) => {
+                    let inner = read_field(schema, target, &t);
+                    let post = match inner.post {
+                        Post::Choices(m) => Post::Choices(m),
+                        _ => Post::Plain,
+                    };
+                    (
+                        format!(
+                            "coalesce((SELECT jsonb_agg({e} ORDER BY {c}.position) {from}), '[]'::jsonb)",
+                            e = match target.costume.family() {
+                                // A surfaced link shows its display texts.
+                                Family::Link => format!("(SELECT jsonb_agg(x->'display') FROM jsonb_array_elements({}) x)", inner.expr),
+                                _ => inner.expr,
+                            }
+                        ),
+                        post,
+                    )
+                }
+                None => ("'[]'::jsonb".to_owned(), Post::Plain),
+            },
+            _ => ("'[]'::jsonb".to_owned(), Post::Plain),
+        },
+        Family::Rollup => match schema.rides(f) {
+            Some((link, target)) => match link_join(schema, link, row) {
+                Some((from, _c, t)) => {
+                    let agg = f.option_str("aggregation").unwrap_or("count");
+                    let value = match (agg, target.and_then(|t| t.column().map(|_| t))) {
+                        ("count", _) => "count(*)".to_owned(),
+                        (a @ ("sum" | "avg" | "min" | "max"), Some(tf)) => {
+                            format!(
+                                "{a}({t}.{})",
+                                tenant_schema::column(&tf.id).unwrap_or_default()
+                            )
+                        }
+                        _ => "NULL".to_owned(),
+                    };
+                    let has_time = target.is_some_and(|t| t.has_time());
+                    let shaped = if f.costume == Costume::RollupDate {
+                        if has_time {
+                            format!("to_jsonb(to_char(({value}) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'))")
+                        } else {
+                            format!("to_jsonb(to_char(({value}), 'YYYY-MM-DD'))")
+                        }
+                    } else {
+                        format!("to_jsonb({value})")
+                    };
+                    (format!("(SELECT {shaped} {from})"), Post::Plain)
+                }
+                None => ("NULL::jsonb".to_owned(), Post::Plain),
+            },
+            None => ("NULL::jsonb".to_owned(), Post::Plain),
+        },
+        _ => (column_json(f, row), Post::Plain),
+    };
+    let _ = StorageKind::None;
+    ReadField {
+        id: f.id.clone(),
+        name: f.name.clone(),
+        expr,
+        post,
+    }
+}
+
+/// The read set of `table`: every field, or the `only` ones in that order.
+pub fn read_set(
+    schema: &DatabaseSchema,
+    table: &TableSchema,
+    only: Option<&[String]>,
+) -> Vec<ReadField> {
+    let row = "\"r\"";
+    match only {
+        None => table
+            .fields
+            .iter()
+            .map(|f| read_field(schema, f, row))
+            .collect(),
+        Some(ids) => ids
+            .iter()
+            .filter_map(|id| table.field(id))
+            .map(|f| read_field(schema, f, row))
+            .collect(),
+    }
+}

@@ -1,0 +1,340 @@
+//! `GET /api/tables/{id}/records` (query) and `POST .../records/list` (the
+//! same parameters in a JSON body): filter, view, sort, search, fields,
+//! keyset paging by bookmark, and the reply shape options.
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use filter_lang::{filter, parse_sort, Bookmark, FieldKey, Sort, SqlValue};
+use serde_json::{Map, Value};
+use tokio_postgres::types::ToSql;
+
+use super::cells::read;
+use super::reply::{self, Raw, Shape};
+use super::store::{self, StoredRecord};
+use super::table::RecordTable;
+use super::{filter_error, page_size};
+use crate::auth::Reader;
+use crate::catalog::views::{self, View};
+use crate::error::{ApiError, ApiResult};
+use crate::http::body::JsonObject;
+use crate::state::{AppState, Db, DbOp};
+
+/// Every list parameter, as sent.
+pub struct ListParams {
+    pub view: Option<String>,
+    pub filter: Option<Value>,
+    pub sort: Option<String>,
+    pub search: Option<String>,
+    pub fields: Option<Vec<String>>,
+    pub page_size: i64,
+    pub bookmark: Option<String>,
+    pub shape: Shape,
+}
+
+fn text_param(v: Option<&Value>, name: &str) -> ApiResult<Option<String>> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(ApiError::bad_request(format!("{name} must be a string."))),
+    }
+}
+
+fn comma_list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(|p| p.trim().to_owned())
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+impl ListParams {
+    pub fn from_query(q: &HashMap<String, String>) -> ApiResult<ListParams> {
+        let filter = match q.get("filter") {
+            None => None,
+            Some(s) if s.trim().is_empty() => None,
+            Some(s) => Some(
+                serde_json::from_str::<Value>(s)
+                    .map_err(|_| ApiError::bad_request("filter must be valid JSON."))?,
+            ),
+        };
+        let mut shape = Shape::from_query(q)?;
+        shape.link_display_cap = q
+            .get("link_display_cap")
+            .and_then(|s| s.parse::<usize>().ok())
+            .filter(|n| (1..=1000).contains(n));
+        Ok(ListParams {
+            view: q.get("view").cloned(),
+            filter,
+            sort: q.get("sort").cloned(),
+            search: q.get("search").cloned(),
+            fields: q.get("fields").map(|s| comma_list(s)),
+            page_size: page_size(
+                q.get("page_size")
+                    .map(|s| Value::String(s.clone()))
+                    .as_ref(),
+            )?,
+            bookmark: q.get("bookmark").cloned(),
+            shape,
+        })
+    }
+
+    pub fn from_body(b: &Map<String, Value>) -> ApiResult<ListParams> {
+        let fields = match b.get("fields") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(comma_list(s)),
+            Some(Value::Array(items)) => Some(
+                items
+                    .iter()
+                    .map(|i| i.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| ApiError::bad_request("fields must be a list of strings."))?,
+            ),
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "fields must be a list or a comma list.",
+                ))
+            }
+        };
+        let filter = match b.get("filter") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(v.clone()),
+        };
+        Ok(ListParams {
+            view: text_param(b.get("view"), "view")?,
+            filter,
+            sort: text_param(b.get("sort"), "sort")?,
+            search: text_param(b.get("search"), "search")?,
+            fields,
+            page_size: page_size(b.get("page_size"))?,
+            bookmark: text_param(b.get("bookmark"), "bookmark")?,
+            shape: Shape::parse(|k| b.get(k).map(Raw::Json))?,
+        })
+    }
+}
+
+pub async fn get_handler(
+    Reader(access): Reader,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Map<String, Value>>> {
+    let params = ListParams::from_query(&query)?;
+    Ok(Json(list(&state, &access.database_id, &id, params).await?))
+}
+
+pub async fn post_handler(
+    Reader(access): Reader,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Json<Map<String, Value>>> {
+    let params = ListParams::from_body(&body)?;
+    Ok(Json(list(&state, &access.database_id, &id, params).await?))
+}
+
+/// Binds filter-lang's values as the types its placeholders cast from.
+pub fn bind(values: &[SqlValue]) -> Vec<Box<dyn ToSql + Sync + Send>> {
+    values
+        .iter()
+        .map(|v| -> Box<dyn ToSql + Sync + Send> {
+            match v {
+                SqlValue::Text(s) | SqlValue::Numeric(s) => Box::new(s.clone()),
+                SqlValue::TextArray(a) => Box::new(a.clone()),
+                SqlValue::Bool(b) => Box::new(*b),
+                SqlValue::Int(i) => Box::new(*i),
+                SqlValue::Date(d) => Box::new(*d),
+                SqlValue::Timestamp(t) => Box::new(*t),
+            }
+        })
+        .collect()
+}
+
+/// The view a `view` parameter names: an id of this table, or a name
+/// unique among the table's views.
+fn pick_view(
+    all: Vec<View>,
+    by_id: Option<View>,
+    table_id: &str,
+    reference: &str,
+) -> ApiResult<View> {
+    if let Some(v) = by_id {
+        return if v.table_id == table_id {
+            Ok(v)
+        } else {
+            Err(ApiError::NotFound)
+        };
+    }
+    let mut named: Vec<View> = all.into_iter().filter(|v| v.name == reference).collect();
+    match named.len() {
+        0 => Err(ApiError::NotFound),
+        1 => Ok(named.remove(0)),
+        _ => Err(ApiError::bad_request(format!(
+            "More than one view is named '{reference}'; use its id."
+        ))),
+    }
+}
+
+/// A view's visible fields in column order (`field_order`, then the rest,
+/// minus `hidden_fields`).
+fn view_columns(view: &View, table: &crate::schema::TableSchema) -> Vec<String> {
+    let ids = |key: &str| -> Vec<String> {
+        view.config
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let order = ids("field_order");
+    let hidden = ids("hidden_fields");
+    let mut out: Vec<String> = order
+        .into_iter()
+        .filter(|id| table.field(id).is_some())
+        .collect();
+    for f in &table.fields {
+        if !out.contains(&f.id) {
+            out.push(f.id.clone());
+        }
+    }
+    out.retain(|id| !hidden.contains(id));
+    out
+}
+
+pub async fn list(
+    state: &AppState,
+    database_id: &str,
+    table_id: &str,
+    p: ListParams,
+) -> ApiResult<Map<String, Value>> {
+    let db: &Db = &state.db;
+    db.measured(DbOp::ListRecords, async {
+        let mut client = db.client().await?;
+        let schema = state.schemas.get(&mut client, database_id).await?;
+        let rt = RecordTable::load(&client, database_id, table_id).await?;
+        let table = schema.table(table_id).ok_or(ApiError::NotFound)?;
+        let fschema = schema.filter_schema(table);
+        let env = filter_lang::Env::new(&schema.timezone, chrono::Utc::now())
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+
+        let view = match &p.view {
+            None => None,
+            Some(r) => {
+                let by_id = if r.starts_with("viw_") { views::get(&client, database_id, r).await? } else { None };
+                let all = if by_id.is_none() { views::list_for_table(&client, table_id).await? } else { Vec::new() };
+                Some(pick_view(all, by_id, table_id, r)?)
+            }
+        };
+
+        let mut flt = match &p.filter {
+            None => filter::Filter::empty(),
+            Some(v) => filter::parse_value(v, &fschema, &env).map_err(filter_error)?,
+        };
+        if let Some(v) = &view {
+            if let Some(vf) = v.config.get("filters").filter(|f| !f.is_null()) {
+                let vf = filter::parse(vf, &fschema, &env, FieldKey::FieldId).map_err(filter_error)?;
+                flt = vf.and(flt);
+            }
+        }
+        let (sort, order) = match (&p.sort, &view) {
+            (Some(s), _) => (parse_sort(s, &fschema).map_err(filter_error)?, String::new()),
+            (None, Some(v)) => match v.config.get("sorts").filter(|s| !s.is_null()) {
+                Some(s) => (Sort::from_view_config(s, &fschema).map_err(filter_error)?, format!("view:{}", v.id)),
+                None => (parse_sort("", &fschema).map_err(filter_error)?, format!("view:{}", v.id)),
+            },
+            (None, None) => (parse_sort("", &fschema).map_err(filter_error)?, String::new()),
+        };
+        let carried: Option<Vec<String>> = match (&p.fields, &view) {
+            (Some(refs), _) => Some(
+                refs.iter()
+                    .map(|r| super::cells::write::resolve(table, r).map(|f| f.id.clone()))
+                    .collect::<ApiResult<_>>()?,
+            ),
+            (None, Some(v)) => Some(view_columns(v, table)),
+            (None, None) => None,
+        };
+        let read_fields = read::read_set(&schema, table, carried.as_deref());
+
+        let mut params = filter_lang::Params::new(1);
+        let where_sql = filter::compile(&flt, &fschema, &env, "r", &mut params);
+        let search_sql = match p.search.as_deref().map(str::trim) {
+            Some(term) if !term.is_empty() => {
+                let cols: Vec<String> = table
+                    .fields
+                    .iter()
+                    .filter(|f| {
+                        matches!(f.sql_type.as_deref(), Some("text"))
+                            && !matches!(f.costume, crate::schema::Costume::SingleSelect)
+                    })
+                    .filter_map(|f| crate::tenant_schema::column(&f.id).ok())
+                    .collect();
+                if cols.is_empty() {
+                    "FALSE".to_owned()
+                } else {
+                    let ph = params.push(SqlValue::Text(filter_lang::contains_pattern(term)));
+                    let ors: Vec<String> = cols
+                        .iter()
+                        .map(|c| format!("r.{c} ILIKE {ph} ESCAPE '\\'"))
+                        .collect();
+                    format!("({})", ors.join(" OR "))
+                }
+            }
+            _ => "TRUE".to_owned(),
+        };
+        let plan = sort.plan(&fschema, "r", &mut params);
+        let resume = match &p.bookmark {
+            Some(text) => {
+                let b = Bookmark::decode(text).map_err(filter_error)?;
+                plan.resume_after(&b, &order, &mut params).map_err(filter_error)?
+            }
+            None => "TRUE".into(),
+        };
+        let exprs: Vec<String> = read_fields.iter().map(|f| f.expr.clone()).collect();
+        let bcols = plan.bookmark_columns();
+        let mut select = store::select_list(&exprs);
+        for c in &bcols {
+            select.push_str(&format!(", {c}"));
+        }
+        let limit = params.push(SqlValue::Int(p.page_size + 1));
+        let sql = format!(
+            "SELECT {select} FROM {} AS r WHERE r.deleted_at IS NULL AND {where_sql} AND {search_sql} AND ({resume}) ORDER BY {} LIMIT {limit}",
+            rt.qualified,
+            plan.order_by()
+        );
+        let bound = bind(params.values());
+        let refs: Vec<&(dyn ToSql + Sync)> = bound.iter().map(|b| b.as_ref() as &(dyn ToSql + Sync)).collect();
+        let rows = client.query(&sql, &refs).await?;
+        let more = rows.len() as i64 > p.page_size;
+        let mut records: Vec<StoredRecord> = Vec::with_capacity(rows.len());
+        let mut last_keys: Vec<Option<String>> = Vec::new();
+        for (i, row) in rows.iter().enumerate() {
+            if i as i64 >= p.page_size {
+                break;
+            }
+            records.push(store::from_row(row, exprs.len())?);
+            if i as i64 == p.page_size - 1 {
+                let base = 5 + exprs.len();
+                last_keys = (0..bcols.len())
+                    .map(|k| row.try_get::<_, Option<String>>(base + k))
+                    .collect::<Result<_, _>>()?;
+            }
+        }
+        let bookmark = match (more, records.last()) {
+            (true, Some(last)) => Some(Bookmark { order, values: last_keys, id: last.id.clone() }.encode()),
+            _ => None,
+        };
+        let out: Vec<Value> = records
+            .into_iter()
+            .map(|r| reply::record_json(r, &read_fields, p.shape, &[]))
+            .collect();
+        let mut reply = reply::records_reply(out, &read_fields, p.shape);
+        if let Some(b) = bookmark {
+            reply.insert("bookmark".into(), Value::String(b));
+        }
+        Ok(reply)
+    })
+    .await
+}

@@ -1,0 +1,150 @@
+//! `PATCH /api/tables/{id}/records`: `{records:[{id, fields, if_updated_at?}]}`.
+//! Duplicate id 400; a trashed record 400; an unknown one 404; a stale
+//! `if_updated_at` aborts the batch with 409 carrying the records as they
+//! are now. Nothing changes unless everything does.
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use serde_json::{Map, Value};
+
+use super::reply::{self, Shape};
+use super::{batch, events, store, write};
+use crate::auth::Editor;
+use crate::error::{ApiError, ApiResult};
+use crate::http::body::JsonObject;
+use crate::json::format_ts;
+use crate::state::{AppState, Db, DbOp};
+
+pub async fn handler(
+    Editor(access): Editor,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Json<Map<String, Value>>> {
+    let shape = Shape::from_query(&query)?;
+    let items = batch(&body, "records")?;
+    Ok(Json(
+        update(&state.db, &access.database_id, &id, items, shape).await?,
+    ))
+}
+
+struct Item<'a> {
+    id: String,
+    cells: Option<&'a Map<String, Value>>,
+    if_updated_at: Option<String>,
+}
+
+fn parse_items(items: &[Value]) -> ApiResult<Vec<Item<'_>>> {
+    let mut out: Vec<Item> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let cells = write::cells_of(item, i)?;
+        let id = match item.get("id") {
+            Some(Value::String(s)) => s.clone(),
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "records[{i}].id is required."
+                )))
+            }
+        };
+        if out.iter().any(|o| o.id == id) {
+            return Err(ApiError::bad_request(format!(
+                "Record {id} is named twice in this batch."
+            )));
+        }
+        let if_updated_at = match item.get("if_updated_at") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(
+                chrono::DateTime::parse_from_rfc3339(s)
+                    .map(|t| format_ts(&t.with_timezone(&chrono::Utc)))
+                    .map_err(|_| {
+                        ApiError::bad_request(format!(
+                            "records[{i}].if_updated_at must be a timestamp."
+                        ))
+                    })?,
+            ),
+            Some(_) => {
+                return Err(ApiError::bad_request(format!(
+                    "records[{i}].if_updated_at must be a timestamp."
+                )))
+            }
+        };
+        out.push(Item {
+            id,
+            cells,
+            if_updated_at,
+        });
+    }
+    Ok(out)
+}
+
+pub async fn update(
+    db: &Db,
+    database_id: &str,
+    table_id: &str,
+    items: &[Value],
+    shape: Shape,
+) -> ApiResult<Map<String, Value>> {
+    let items = parse_items(items)?;
+    db.measured(DbOp::UpdateRecords, async {
+        let mut client = db.client().await?;
+        let tx = client.transaction().await?;
+        let ctx = write::Ctx::load(&tx, database_id, table_id).await?;
+        let ids: Vec<String> = items.iter().map(|i| i.id.clone()).collect();
+        let states = store::states(&tx, &ctx.record_table, &ids, true).await?;
+        for id in &ids {
+            match states.iter().find(|(i, _, _)| i == id) {
+                None => return Err(ApiError::NotFound),
+                Some((_, _, true)) => {
+                    return Err(ApiError::bad_request(format!(
+                        "Record {id} is in the trash and cannot be updated."
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        let fields = ctx.read_fields()?;
+        if items.iter().any(|i| i.if_updated_at.is_some()) {
+            let current = store::by_ids(&tx, &ctx.record_table, &[], &[], &ids).await?;
+            let stale: Vec<String> = items
+                .iter()
+                .filter(|i| {
+                    i.if_updated_at.as_ref().is_some_and(|want| {
+                        current
+                            .iter()
+                            .find(|r| r.id == i.id)
+                            .is_some_and(|r| format_ts(&r.updated_at) != *want)
+                    })
+                })
+                .map(|i| i.id.clone())
+                .collect();
+            if !stale.is_empty() {
+                let records =
+                    write::read_back(&tx, &ctx, &fields, &stale, shape, |_| Vec::new()).await?;
+                return Err(ApiError::ConflictWithRecords(
+                    "A record changed since you read it (if_updated_at).".into(),
+                    records,
+                ));
+            }
+        }
+        let mut rows = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            rows.push((item.id.clone(), write::prepare_cells(&ctx, item.cells, i)?));
+        }
+        write::update(&tx, &ctx, &rows).await?;
+        events::record_events(
+            &tx,
+            &ctx.record_table,
+            events::RecordEvent::Updated,
+            &ids,
+            ids.len(),
+        )
+        .await?;
+        let records = write::read_back(&tx, &ctx, &fields, &ids, shape, |_| Vec::new()).await?;
+        tx.commit().await?;
+        Ok(reply::records_reply(records, &fields, shape))
+    })
+    .await
+}

@@ -1,0 +1,209 @@
+//! The write path shared by create, update and upsert: convert cells,
+//! write columns and links in the caller's transaction, bump the other end
+//! of link writes, read the records back inside the transaction.
+
+use std::collections::BTreeMap;
+
+use deadpool_postgres::GenericClient;
+use serde_json::{Map, Value};
+
+use super::cells::read;
+use super::cells::write::{prepare, Prepared};
+use super::reply::{self, ReadField, Shape};
+use super::store;
+use super::table::RecordTable;
+use crate::error::{ApiError, ApiResult};
+use crate::schema::{DatabaseSchema, TableSchema};
+use crate::tenant_schema;
+
+/// Everything one write needs about its table.
+pub struct Ctx {
+    pub record_table: RecordTable,
+    pub schema: DatabaseSchema,
+    pub env: filter_lang::Env,
+}
+
+impl Ctx {
+    pub async fn load(c: &impl GenericClient, database_id: &str, table_id: &str) -> ApiResult<Ctx> {
+        let record_table = RecordTable::load(c, database_id, table_id).await?;
+        let schema = crate::schema::cache::load(c, database_id).await?;
+        let env = filter_lang::Env::new(&record_table.timezone, chrono::Utc::now())
+            .or_else(|_| filter_lang::Env::new("UTC", chrono::Utc::now()))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(Ctx {
+            record_table,
+            schema,
+            env,
+        })
+    }
+
+    pub fn table(&self) -> ApiResult<&TableSchema> {
+        self.schema
+            .table(&self.record_table.table_id)
+            .ok_or(ApiError::NotFound)
+    }
+
+    /// Every field of the table, for replies (writes carry every field).
+    pub fn read_fields(&self) -> ApiResult<Vec<ReadField>> {
+        Ok(read::read_set(&self.schema, self.table()?, None))
+    }
+}
+
+/// A batch item's `fields` object (absent or null = no cells).
+pub fn cells_of<'a>(item: &'a Value, i: usize) -> ApiResult<Option<&'a Map<String, Value>>> {
+    let Some(obj) = item.as_object() else {
+        return Err(ApiError::bad_request(format!(
+            "records[{i}] must be an object."
+        )));
+    };
+    match obj.get("fields") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(cells)) => Ok(Some(cells)),
+        Some(_) => Err(ApiError::bad_request(format!(
+            "records[{i}].fields must be an object."
+        ))),
+    }
+}
+
+/// Converts one record's cells (prefixing refusals with its position).
+pub fn prepare_cells(
+    ctx: &Ctx,
+    cells: Option<&Map<String, Value>>,
+    i: usize,
+) -> ApiResult<Prepared> {
+    match cells {
+        None => Ok(Prepared::default()),
+        Some(cells) => prepare(&ctx.schema, ctx.table()?, cells, &ctx.env).map_err(|e| match e {
+            ApiError::BadRequest(m) => ApiError::BadRequest(format!("records[{i}]: {m}")),
+            other => other,
+        }),
+    }
+}
+
+fn column_types(ctx: &Ctx, rows: &[(String, Prepared)]) -> ApiResult<Vec<(String, String)>> {
+    let table = ctx.table()?;
+    let mut cols: BTreeMap<String, String> = BTreeMap::new();
+    for (_, p) in rows {
+        for id in p.columns.keys() {
+            if let Some(ty) = table.field(id).and_then(|f| f.sql_type.clone()) {
+                cols.insert(id.clone(), ty);
+            }
+        }
+    }
+    Ok(cols.into_iter().collect())
+}
+
+/// Inserts new records with their cells and links.
+pub async fn insert(
+    tx: &impl GenericClient,
+    ctx: &Ctx,
+    user_id: &str,
+    rows: &[(String, Prepared)],
+) -> ApiResult<()> {
+    let cols = column_types(ctx, rows)?;
+    let docs: Vec<Value> = rows
+        .iter()
+        .map(|(id, p)| {
+            let mut o = p.columns.clone();
+            o.insert("id".into(), Value::String(id.clone()));
+            Value::Object(o)
+        })
+        .collect();
+    store::insert_rows(tx, &ctx.record_table, user_id, &cols, &Value::Array(docs)).await?;
+    write_links(tx, ctx, rows).await
+}
+
+/// Updates the cells each record names (and bumps `updated_at`).
+pub async fn update(
+    tx: &impl GenericClient,
+    ctx: &Ctx,
+    rows: &[(String, Prepared)],
+) -> ApiResult<()> {
+    let cols = column_types(ctx, rows)?;
+    let docs: Vec<Value> = rows
+        .iter()
+        .map(|(id, p)| {
+            let mut o = p.columns.clone();
+            let keys: Vec<Value> = p.columns.keys().map(|k| Value::String(k.clone())).collect();
+            o.insert("id".into(), Value::String(id.clone()));
+            o.insert("__keys".into(), Value::Array(keys));
+            Value::Object(o)
+        })
+        .collect();
+    store::update_rows(tx, &ctx.record_table, &cols, &Value::Array(docs)).await?;
+    write_links(tx, ctx, rows).await
+}
+
+/// Replaces each written link cell; linked ids must be live records of the
+/// target table; records at the other end (before and after) get their
+/// `updated_at` bumped.
+async fn write_links(
+    tx: &impl GenericClient,
+    ctx: &Ctx,
+    rows: &[(String, Prepared)],
+) -> ApiResult<()> {
+    let table = ctx.table()?;
+    let mut by_field: BTreeMap<&str, (Vec<String>, Vec<String>, Vec<String>)> = BTreeMap::new();
+    for (rid, p) in rows {
+        for (fid, targets) in &p.links {
+            let e = by_field.entry(fid.as_str()).or_default();
+            e.0.push(rid.clone());
+            for t in targets {
+                e.1.push(rid.clone());
+                e.2.push(t.clone());
+            }
+        }
+    }
+    for (fid, (owners, own_col, other_col)) in by_field {
+        let f = table.field(fid).ok_or(ApiError::NotFound)?;
+        let target = ctx
+            .schema
+            .link_target(f)
+            .ok_or_else(|| anyhow::anyhow!("link {fid} has no target table"))?;
+        let target_q = tenant_schema::table(&ctx.schema.database_id, &target.id)?;
+        let mut wanted = other_col.clone();
+        wanted.sort();
+        wanted.dedup();
+        let live = store::live_ids(tx, &target_q, &wanted).await?;
+        if let Some(missing) = wanted.iter().find(|w| !live.contains(w)) {
+            return Err(ApiError::bad_request(format!(
+                "Field '{}' cannot link {missing}: no such live record in the linked table.",
+                f.name
+            )));
+        }
+        let owner = f
+            .connector_owner()
+            .ok_or_else(|| anyhow::anyhow!("link {fid} without a pair"))?;
+        let connector = tenant_schema::connector(&ctx.schema.database_id, owner)?;
+        let (own, other) = f.connector_columns();
+        let mut old =
+            store::replace_links(tx, &connector, own, other, &owners, (&own_col, &other_col))
+                .await?;
+        old.extend(wanted);
+        old.sort();
+        old.dedup();
+        store::touch(tx, &target_q, &old).await?;
+    }
+    Ok(())
+}
+
+/// Reads `ids` back (inside the write's transaction) as reply objects;
+/// `extra(i)` adds keys to the i-th record.
+pub async fn read_back(
+    tx: &impl GenericClient,
+    ctx: &Ctx,
+    fields: &[ReadField],
+    ids: &[String],
+    shape: Shape,
+    extra: impl Fn(&str) -> Vec<(&'static str, Value)>,
+) -> ApiResult<Vec<Value>> {
+    let exprs: Vec<String> = fields.iter().map(|f| f.expr.clone()).collect();
+    let rows = store::by_ids(tx, &ctx.record_table, &exprs, &[], ids).await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let extras = extra(&r.id);
+            reply::record_json(r, fields, shape, &extras)
+        })
+        .collect())
+}

@@ -1,0 +1,198 @@
+//! Part B, Records: write shapes per costume, reads with filter, sort,
+//! fields, bookmark paging, views, PATCH rules, if_updated_at, links with
+//! lookups and rollups.
+
+use cluster_protocol::principal::Principal;
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+
+async fn field(app: &TestApp, p: &Principal, tid: &str, body: Value) -> Value {
+    let r = app
+        .post(&format!("/api/tables/{tid}/fields"), p, body.clone())
+        .await;
+    assert_eq!(r.status, 200, "{body} -> {:?}", r.body);
+    r.body["field"].clone()
+}
+
+#[tokio::test]
+async fn write_and_read_every_shape() {
+    let app = spawn_app().await;
+    let (db, p) = app.owned_database().await;
+    let tid = app.create_table(&db, &p, "Tasks").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let other = app.create_table(&db, &p, "People").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    field(
+        &app,
+        &p,
+        &other,
+        json!({"name": "Who", "type": "single_line_text"}),
+    )
+    .await;
+    field(&app, &p, &other, json!({"name": "Age", "type": "number"})).await;
+    field(
+        &app,
+        &p,
+        &tid,
+        json!({"name": "Name", "type": "single_line_text"}),
+    )
+    .await;
+    field(&app, &p, &tid, json!({"name": "Score", "type": "number"})).await;
+    field(
+        &app,
+        &p,
+        &tid,
+        json!({"name": "Stars", "type": "rating", "options": {"max": 5}}),
+    )
+    .await;
+    field(&app, &p, &tid, json!({"name": "Took", "type": "duration"})).await;
+    field(&app, &p, &tid, json!({"name": "Due", "type": "date"})).await;
+    field(
+        &app,
+        &p,
+        &tid,
+        json!({"name": "At", "type": "date", "options": {"include_time": true}}),
+    )
+    .await;
+    field(&app, &p, &tid, json!({"name": "Done", "type": "checkbox"})).await;
+    let sel = field(&app, &p, &tid, json!({"name": "Stage", "type": "single_select", "options": {"choices": [{"name": "New"}, {"name": "Old"}]}})).await;
+    let link = field(
+        &app,
+        &p,
+        &tid,
+        json!({"name": "Owner", "type": "link", "options": {"target_table_id": other}}),
+    )
+    .await;
+    let who = {
+        let r = app.post(&format!("/api/tables/{other}/records"), &p, json!({"records": [{"fields": {"Who": "Ann", "Age": 30}}, {"fields": {"Who": "Bob", "Age": 40}}]})).await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        r.body["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    field(&app, &p, &tid, json!({"name": "Ages", "type": "lookup", "options": {"link_field_id": link["id"], "target_field_id": app.get(&format!("/api/tables/{other}/fields"), &p).await.body["fields"].as_array().unwrap().iter().find(|f| f["name"] == "Age").unwrap()["id"]}})).await;
+    field(&app, &p, &tid, json!({"name": "Links", "type": "rollup", "options": {"link_field_id": link["id"], "aggregation": "count"}})).await;
+
+    let r = app.post(&format!("/api/tables/{tid}/records"), &p, json!({"records": [
+        {"fields": {"Name": "a", "Score": 1.5, "Stars": 7.6, "Took": "1:30", "Due": "2024-02-29", "At": "2024-03-01T10:15:00Z", "Done": true, "Stage": "New", "Owner": [who[0], {"id": who[1]}]}},
+        {"fields": {"Name": "b", "Score": 3, "Stars": 2.4, "Took": 90, "Stage": sel["options"]["choices"][1]["id"]}},
+        {"fields": {"Name": "c", "Stars": 0}}
+    ]})).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let a = &r.body["records"][0]["fields"];
+    assert_eq!(a["Stars"], json!(5), "clamped");
+    assert_eq!(a["Took"], json!(5400));
+    assert_eq!(a["Due"], "2024-02-29");
+    assert_eq!(a["At"], "2024-03-01T10:15:00.000Z");
+    assert_eq!(a["Done"], true);
+    assert_eq!(a["Stage"], "New");
+    assert_eq!(
+        a["Owner"],
+        json!([{"id": who[0], "display": "Ann"}, {"id": who[1], "display": "Bob"}])
+    );
+    assert_eq!(a["Ages"], json!([30, 40]));
+    assert_eq!(a["Links"], json!(2));
+    assert_eq!(r.body["records"][1]["fields"]["Stars"], json!(2));
+    assert_eq!(r.body["records"][1]["fields"]["Stage"], "Old");
+    assert_eq!(r.body["records"][2]["fields"]["Stars"], Value::Null);
+    assert_eq!(r.body["field_ids"].as_object().unwrap().len(), 11);
+
+    for bad in [
+        json!({"Due": "2023-02-29"}),
+        json!({"Took": -1}),
+        json!({"Stage": "Nope"}),
+        json!({"Ages": [1]}),
+        json!({"Nope": 1}),
+        json!({"Score": "5"}),
+        json!({"Name": "x", "fld_nonexistent1": 1}),
+    ] {
+        let r = app
+            .post(
+                &format!("/api/tables/{tid}/records"),
+                &p,
+                json!({"records": [{"fields": {"Name": "ok"}}, {"fields": bad.clone()}]}),
+            )
+            .await;
+        assert_eq!(r.status, 400, "{bad} -> {:?}", r.body);
+    }
+
+    // Reading: filter, sort, fields, key_by, paging.
+    let r = app.post(&format!("/api/tables/{tid}/records/list"), &p, json!({"filter": {"conditions": [{"field": "Score", "op": "greater", "value": 1}]}, "sort": "-Score", "fields": "Name", "key_by": "id"})).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["records"].as_array().unwrap().len(), 2);
+    assert_eq!(r.body["field_names"].as_object().unwrap().len(), 1);
+    let r = app
+        .get(
+            &format!("/api/tables/{tid}/records?page_size=2&sort=Name"),
+            &p,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let b = r.body["bookmark"].as_str().unwrap().to_string();
+    let r2 = app
+        .get(
+            &format!("/api/tables/{tid}/records?page_size=2&sort=Name&bookmark={b}"),
+            &p,
+        )
+        .await;
+    assert_eq!(r2.body["records"].as_array().unwrap().len(), 1);
+    assert!(r2.body.get("bookmark").is_none());
+    assert_eq!(r2.body["records"][0]["fields"]["Name"], "c");
+    let r = app
+        .get(&format!("/api/tables/{tid}/records?search=B"), &p)
+        .await;
+    assert_eq!(r.body["records"].as_array().unwrap().len(), 1);
+    for bad in [
+        "page_size=0",
+        "cell_format=x",
+        "key_by=x",
+        "flat=2",
+        "filter=%7Bx",
+        "sort=Owner",
+        "bookmark=!!",
+    ] {
+        let r = app
+            .get(&format!("/api/tables/{tid}/records?{bad}"), &p)
+            .await;
+        assert_eq!(r.status, 400, "{bad}");
+    }
+
+    // PATCH and if_updated_at.
+    let rec = r2.body["records"][0].clone();
+    let rid = rec["id"].as_str().unwrap();
+    let r = app.patch(&format!("/api/tables/{tid}/records"), &p, json!({"records": [{"id": rid, "fields": {"Score": 9}, "if_updated_at": rec["updated_at"]}]})).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["records"][0]["fields"]["Name"], "c");
+    let r = app.patch(&format!("/api/tables/{tid}/records"), &p, json!({"records": [{"id": rid, "fields": {"Score": 10}, "if_updated_at": rec["updated_at"]}]})).await;
+    assert_eq!(r.status, 409, "{:?}", r.body);
+    assert_eq!(r.body["error"]["records"][0]["fields"]["Score"], json!(9));
+    let r = app
+        .patch(
+            &format!("/api/tables/{tid}/records"),
+            &p,
+            json!({"records": [{"id": rid}, {"id": rid}]}),
+        )
+        .await;
+    assert_eq!(r.status, 400);
+    let r = app
+        .patch(
+            &format!("/api/tables/{tid}/records"),
+            &p,
+            json!({"records": [{"id": "rec_AAAAAAAAAAAA"}]}),
+        )
+        .await;
+    assert_eq!(r.status, 404);
+    let r = app
+        .get(&format!("/api/tables/{tid}/records/{rid}"), &p)
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["record"]["fields"]["Score"], json!(9));
+}
