@@ -2,6 +2,7 @@
 
 mod auth;
 mod databases;
+mod fields;
 mod keys;
 mod rate_limits;
 mod roles;
