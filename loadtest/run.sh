@@ -7,9 +7,12 @@
 # Phases:
 #   a. saturation probe: closed-loop k6 through the router at each of SAT_VUS
 #      virtual users for SAT_DURATION; the best throughput is "saturated"
-#   b. constant arrival at RATE = saturated / 2 (override with RATE=...), the
-#      `router` and `direct` scenarios side by side in one k6 run (DURATION),
-#      while we read
+#   b. constant arrival at RATE = saturated / RATE_DIVISOR per scenario
+#      (override with RATE=...), the `router` and `direct` scenarios side by
+#      side in one k6 run (DURATION). RATE_DIVISOR defaults to 4: the two
+#      scenarios together then offer half the saturated throughput. With
+#      RATE_DIVISOR=2 each scenario alone offers half, and together they drive
+#      a 2-core box at saturation (see README). During the run we read
 #   c. the router's user+sys CPU (/proc/<pid>/stat) before/after, divided by
 #      the requests the router served, and
 #   d. Redis `INFO commandstats` before/after, divided by the same requests
@@ -18,7 +21,7 @@
 # Everything lands in loadtest/results/ (summary.json + per-phase k6 JSON) and a
 # summary is printed at the end.
 #
-# Knobs: SAT_VUS ("8 32 64"), SAT_DURATION (15s), RATE, RATE_DIVISOR (2),
+# Knobs: SAT_VUS ("8 32 64"), SAT_DURATION (15s), RATE, RATE_DIVISOR (4),
 # DURATION (60s), HOLD_VUS (200), HOLD_DURATION (30s), HOLD_PACE_MS (100),
 # GOOSE (0), ROUTER_PID (found from the pid file or the listening socket).
 set -euo pipefail
@@ -39,7 +42,7 @@ FIXTURES="${FIXTURES:-$here/.fixtures.json}"
 RESULTS="${RESULTS:-$here/results}"
 SAT_VUS="${SAT_VUS:-8 32 64}"
 SAT_DURATION="${SAT_DURATION:-15s}"
-RATE_DIVISOR="${RATE_DIVISOR:-2}"
+RATE_DIVISOR="${RATE_DIVISOR:-4}"
 DURATION="${DURATION:-60s}"
 HOLD_VUS="${HOLD_VUS:-200}"
 HOLD_DURATION="${HOLD_DURATION:-30s}"
