@@ -235,8 +235,8 @@ if [[ "$GOOSE" == 1 ]]; then
   secs="$(sed -E 's/s$//' <<<"$DURATION")"
   FIXTURES="$FIXTURES" ROUTER_URL="$ROUTER_URL" CLUSTER_SECRET="$CLUSTER_SECRET" RATE="$RATE" \
     USERS="${GOOSE_USERS:-32}" RUN_TIME="${GOOSE_RUN_TIME:-$secs}" SUMMARY_JSON="$RESULTS/goose-compare.json" \
-    "$gbin" --quiet --no-print-metrics >"$RESULTS/goose-compare.log" 2>&1 || true
-  tail -5 "$RESULTS/goose-compare.log"
+    "$gbin" --quiet --no-print-metrics >"$RESULTS/goose-compare.console.txt" 2>&1 || true
+  tail -5 "$RESULTS/goose-compare.console.txt"
   goose_json="$(cat "$RESULTS/goose-compare.json" 2>/dev/null || echo null)"
 fi
 
