@@ -134,7 +134,9 @@ pub async fn update(
                 )));
             }
         }
-        if conv != Conversion::Free || field.costume.storage() != target.storage() {
+        // A free change (same column, text <-> long text) keeps what a
+        // lookup/rollup infers; a cast changes it.
+        if conv != Conversion::Free {
             formulas::refuse_if_surfaced(&schema, &field)?;
         }
         let base = match patch.options.clone() {
