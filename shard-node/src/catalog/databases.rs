@@ -197,6 +197,23 @@ pub async fn schema_version(
     row.map(|r| r.try_get(0)).transpose()
 }
 
+/// `schema_version` under `FOR KEY SHARE`: a record write holds it to its
+/// commit, so structural work (which locks the row `FOR UPDATE`) waits for
+/// in-flight writes and a write never runs against a half-changed schema.
+/// Writes do not block each other.
+pub async fn schema_version_key_share(
+    c: &impl GenericClient,
+    id: &str,
+) -> Result<Option<i64>, tokio_postgres::Error> {
+    let row = c
+        .query_opt(
+            "SELECT schema_version FROM databases WHERE id = $1 FOR KEY SHARE",
+            &[&id],
+        )
+        .await?;
+    row.map(|r| r.try_get(0)).transpose()
+}
+
 /// `schema_version` and `timezone`; `None` when not held here.
 pub async fn schema_version_and_timezone(
     c: &impl GenericClient,

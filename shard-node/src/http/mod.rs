@@ -48,9 +48,13 @@ pub fn router(state: AppState) -> Router {
             get(records::list::get_handler)
                 .post(records::create::handler)
                 .patch(records::update::handler)
+                .put(records::upsert::handler)
                 .delete(records::delete::handler),
         )
-        .route("/api/tables/{id}/records/list", post(records::list::post_handler))
+        .route(
+            "/api/tables/{id}/records/list",
+            post(records::list::post_handler),
+        )
         .route("/api/tables/{id}/records/{rid}", get(records::get::handler))
         .route("/api/tables/{id}/trash", get(trash::list::handler))
         .route(

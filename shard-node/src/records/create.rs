@@ -25,7 +25,7 @@ pub async fn handler(
     let shape = Shape::from_query(&query)?;
     let items = batch(&body, "records")?;
     let reply = create(
-        &state.db,
+        &state,
         &access.database_id,
         &id,
         access.user_id(),
@@ -37,17 +37,18 @@ pub async fn handler(
 }
 
 pub async fn create(
-    db: &Db,
+    state: &AppState,
     database_id: &str,
     table_id: &str,
     user_id: &str,
     items: &[Value],
     shape: Shape,
 ) -> ApiResult<Map<String, Value>> {
+    let db: &Db = &state.db;
     db.measured(DbOp::CreateRecords, async {
         let mut client = db.client().await?;
         let tx = client.transaction().await?;
-        let ctx = write::Ctx::load(&tx, database_id, table_id).await?;
+        let ctx = write::Ctx::load(&tx, &state.schemas, database_id, table_id).await?;
         let mut rows = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let cells = write::cells_of(item, i)?;

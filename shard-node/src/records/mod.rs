@@ -19,6 +19,7 @@ pub mod reply;
 pub mod store;
 pub mod table;
 pub mod update;
+pub mod upsert;
 pub mod write;
 
 use serde_json::Value;

@@ -245,7 +245,7 @@ pub async fn insert_rows(
     );
     c.execute(&sql, &[rows, &created_by])
         .await
-        .map_err(|e| super::cells::unique_violation(e, t))
+        .map_err(crate::error::ApiError::from)
 }
 
 /// Updates the named cells of each record and bumps `updated_at`: `rows`
@@ -271,7 +271,7 @@ pub async fn update_rows(
     );
     c.execute(&sql, &[rows])
         .await
-        .map_err(|e| super::cells::unique_violation(e, t))
+        .map_err(crate::error::ApiError::from)
 }
 
 /// Live ids among `ids` in the table `qualified`.
@@ -320,4 +320,55 @@ pub async fn touch(
 ) -> Result<u64, tokio_postgres::Error> {
     let sql = format!("UPDATE {qualified} SET updated_at = now() WHERE id = ANY($1::text[])");
     c.execute(&sql, &[&ids]).await
+}
+
+/// One merge key column of an upsert.
+#[derive(Debug, Clone)]
+pub struct KeyColumn {
+    pub field_id: String,
+    /// The column's SQL type (`text`, `numeric`, `date`, `timestamptz`, `boolean`).
+    pub sql_type: String,
+    /// A checkbox: unset and `false` are the same key.
+    pub boolean: bool,
+    /// Some batch key holds null here: compare with `IS NOT DISTINCT FROM`
+    /// (otherwise plain `=`, which an index on the column can serve).
+    pub nullable: bool,
+}
+
+/// Live records whose key columns equal a batch key: `keys` is a JSON list
+/// of `{n, <field id>: value}`; returns (n, record id) ordered by n, id.
+pub async fn match_keys(
+    c: &impl GenericClient,
+    t: &RecordTable,
+    cols: &[KeyColumn],
+    keys: &Value,
+) -> Result<Vec<(usize, String)>, crate::error::ApiError> {
+    let mut on = String::from("r.deleted_at IS NULL");
+    let mut defs = String::from("n int");
+    for k in cols {
+        let col = crate::tenant_schema::column(&k.field_id)?;
+        defs.push_str(&format!(", {col} {}", k.sql_type));
+        if k.boolean {
+            on.push_str(&format!(
+                " AND coalesce(r.{col}, false) = coalesce(x.{col}, false)"
+            ));
+        } else if k.nullable {
+            on.push_str(&format!(" AND r.{col} IS NOT DISTINCT FROM x.{col}"));
+        } else {
+            on.push_str(&format!(" AND r.{col} = x.{col}"));
+        }
+    }
+    let sql = format!(
+        "SELECT x.n, r.id FROM jsonb_to_recordset($1::jsonb) AS x({defs})
+         JOIN {} AS r ON {on} ORDER BY x.n, r.id",
+        t.qualified
+    );
+    let rows = c.query(&sql, &[keys]).await?;
+    rows.iter()
+        .map(|r| {
+            let n: i32 = r.try_get(0)?;
+            Ok((usize::try_from(n).unwrap_or(usize::MAX), r.try_get(1)?))
+        })
+        .collect::<Result<_, tokio_postgres::Error>>()
+        .map_err(Into::into)
 }

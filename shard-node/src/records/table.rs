@@ -19,6 +19,29 @@ pub struct RecordTable {
 }
 
 impl RecordTable {
+    /// The table from an already loaded schema model; 404 when the model
+    /// has no such table.
+    pub fn from_schema(
+        schema: &crate::schema::DatabaseSchema,
+        table_id: &str,
+    ) -> ApiResult<RecordTable> {
+        if schema.table(table_id).is_none() {
+            return Err(ApiError::NotFound);
+        }
+        Ok(RecordTable {
+            database_id: schema.database_id.clone(),
+            table_id: table_id.to_owned(),
+            qualified: tenant_schema::table(&schema.database_id, table_id)?,
+            tag: cluster_protocol::ids::tag_of(
+                cluster_protocol::ids::Kind::Database,
+                &schema.database_id,
+            )
+            .ok_or_else(|| anyhow::anyhow!("database id without a tag"))?
+            .to_owned(),
+            timezone: schema.timezone.clone(),
+        })
+    }
+
     /// The table if it belongs to `database_id`; 404 otherwise.
     pub async fn load(
         c: &impl GenericClient,

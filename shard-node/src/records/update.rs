@@ -27,7 +27,7 @@ pub async fn handler(
     let shape = Shape::from_query(&query)?;
     let items = batch(&body, "records")?;
     Ok(Json(
-        update(&state.db, &access.database_id, &id, items, shape).await?,
+        update(&state, &access.database_id, &id, items, shape).await?,
     ))
 }
 
@@ -81,17 +81,18 @@ fn parse_items(items: &[Value]) -> ApiResult<Vec<Item<'_>>> {
 }
 
 pub async fn update(
-    db: &Db,
+    state: &AppState,
     database_id: &str,
     table_id: &str,
     items: &[Value],
     shape: Shape,
 ) -> ApiResult<Map<String, Value>> {
     let items = parse_items(items)?;
+    let db: &Db = &state.db;
     db.measured(DbOp::UpdateRecords, async {
         let mut client = db.client().await?;
         let tx = client.transaction().await?;
-        let ctx = write::Ctx::load(&tx, database_id, table_id).await?;
+        let ctx = write::Ctx::load(&tx, &state.schemas, database_id, table_id).await?;
         let ids: Vec<String> = items.iter().map(|i| i.id.clone()).collect();
         let states = store::states(&tx, &ctx.record_table, &ids, true).await?;
         for id in &ids {

@@ -3,6 +3,7 @@
 //! of link writes, read the records back inside the transaction.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use deadpool_postgres::GenericClient;
 use serde_json::{Map, Value};
@@ -13,20 +14,28 @@ use super::reply::{self, ReadField, Shape};
 use super::store;
 use super::table::RecordTable;
 use crate::error::{ApiError, ApiResult};
+use crate::schema::cache::SchemaCache;
 use crate::schema::{DatabaseSchema, TableSchema};
 use crate::tenant_schema;
 
 /// Everything one write needs about its table.
 pub struct Ctx {
     pub record_table: RecordTable,
-    pub schema: DatabaseSchema,
+    pub schema: Arc<DatabaseSchema>,
     pub env: filter_lang::Env,
 }
 
 impl Ctx {
-    pub async fn load(c: &impl GenericClient, database_id: &str, table_id: &str) -> ApiResult<Ctx> {
-        let record_table = RecordTable::load(c, database_id, table_id).await?;
-        let schema = crate::schema::cache::load(c, database_id).await?;
+    /// The schema from the node's cache (its version key-share locked for
+    /// the rest of the transaction `c`) and the addressed table (404).
+    pub async fn load(
+        c: &impl GenericClient,
+        cache: &SchemaCache,
+        database_id: &str,
+        table_id: &str,
+    ) -> ApiResult<Ctx> {
+        let schema = cache.get_for_write(c, database_id).await?;
+        let record_table = RecordTable::from_schema(&schema, table_id)?;
         let env = filter_lang::Env::new(&record_table.timezone, chrono::Utc::now())
             .or_else(|_| filter_lang::Env::new("UTC", chrono::Utc::now()))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -101,6 +110,7 @@ pub async fn insert(
     rows: &[(String, Prepared)],
 ) -> ApiResult<()> {
     let cols = column_types(ctx, rows)?;
+    let table = ctx.table()?;
     let docs: Vec<Value> = rows
         .iter()
         .map(|(id, p)| {
@@ -109,7 +119,9 @@ pub async fn insert(
             Value::Object(o)
         })
         .collect();
-    store::insert_rows(tx, &ctx.record_table, user_id, &cols, &Value::Array(docs)).await?;
+    store::insert_rows(tx, &ctx.record_table, user_id, &cols, &Value::Array(docs))
+        .await
+        .map_err(|e| super::cells::unique_violation(e, table))?;
     write_links(tx, ctx, rows).await
 }
 
@@ -120,6 +132,7 @@ pub async fn update(
     rows: &[(String, Prepared)],
 ) -> ApiResult<()> {
     let cols = column_types(ctx, rows)?;
+    let table = ctx.table()?;
     let docs: Vec<Value> = rows
         .iter()
         .map(|(id, p)| {
@@ -130,7 +143,9 @@ pub async fn update(
             Value::Object(o)
         })
         .collect();
-    store::update_rows(tx, &ctx.record_table, &cols, &Value::Array(docs)).await?;
+    store::update_rows(tx, &ctx.record_table, &cols, &Value::Array(docs))
+        .await
+        .map_err(|e| super::cells::unique_violation(e, table))?;
     write_links(tx, ctx, rows).await
 }
 

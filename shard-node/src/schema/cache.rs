@@ -66,6 +66,25 @@ impl SchemaCache {
         Ok(schema)
     }
 
+    /// The model inside a record write's transaction: the database row is
+    /// key-share locked until commit, so the schema cannot change under the
+    /// write (structural work locks it `FOR UPDATE`).
+    pub async fn get_for_write(
+        &self,
+        c: &impl GenericClient,
+        database_id: &str,
+    ) -> ApiResult<Arc<DatabaseSchema>> {
+        let version = catalog::databases::schema_version_key_share(c, database_id)
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        if let Some(s) = self.cached(database_id, version) {
+            return Ok(s);
+        }
+        let schema = Arc::new(load(c, database_id).await?);
+        self.store(schema.clone());
+        Ok(schema)
+    }
+
     /// The model inside a structural transaction (the database row is
     /// already locked, so the version read here cannot move under us).
     pub async fn get_locked(

@@ -38,9 +38,13 @@ pub async fn restore(
         let states = store::states(&tx, &table, ids, true).await?;
         super::all_in_trash(ids, &states)?;
         check_own(access, &states)?;
+        let schema = crate::schema::cache::load(&tx, &access.database_id).await?;
+        let table_schema = schema
+            .table(table_id)
+            .ok_or(crate::error::ApiError::NotFound)?;
         store::restore(&tx, &table, ids)
             .await
-            .map_err(|e| cells::unique_violation(e, &table))?;
+            .map_err(|e| cells::unique_violation(e.into(), table_schema))?;
         events::record_events(&tx, &table, RecordEvent::Created, ids, ids.len()).await?;
         let read = cells::read_fields(&tx, &table, None).await?;
         let rows = store::by_ids(&tx, &table, &read.exprs(), &[], ids).await?;

@@ -37,22 +37,30 @@ pub async fn read_fields(
     })
 }
 
-/// A unique-index violation as the 400 naming the field (the index name
-/// carries the field id); any other error stays internal.
-pub fn unique_violation(e: tokio_postgres::Error, _table: &RecordTable) -> crate::error::ApiError {
-    if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
-        let constraint = e
-            .as_db_error()
-            .and_then(|d| d.constraint())
-            .unwrap_or_default()
-            .to_owned();
-        let field = constraint
-            .find("fld_")
-            .map(|i| constraint[i..].chars().take(16).collect::<String>())
-            .unwrap_or(constraint);
-        return crate::error::ApiError::bad_request(format!(
-            "Field {field} must be unique: another record already holds this value."
-        ));
-    }
-    e.into()
+/// A unique-index violation as the 400 naming the field by name (the
+/// index name carries the field id); any other error passes through.
+pub fn unique_violation(
+    e: crate::error::ApiError,
+    table: &crate::schema::TableSchema,
+) -> crate::error::ApiError {
+    let crate::error::ApiError::Internal(cause) = &e else {
+        return e;
+    };
+    let Some(db) = cause
+        .downcast_ref::<tokio_postgres::Error>()
+        .filter(|pg| pg.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION))
+        .and_then(|pg| pg.as_db_error())
+    else {
+        return e;
+    };
+    let constraint = db.constraint().unwrap_or_default();
+    let field = table
+        .fields
+        .iter()
+        .find(|f| constraint.contains(f.id.as_str()))
+        .map(|f| format!("'{}'", f.name))
+        .unwrap_or_else(|| "a unique field".to_owned());
+    crate::error::ApiError::bad_request(format!(
+        "Field {field} must be unique: another record already holds this value."
+    ))
 }
