@@ -56,6 +56,10 @@ pub fn router(state: AppState) -> Router {
             post(records::list::post_handler),
         )
         .route("/api/tables/{id}/records/{rid}", get(records::get::handler))
+        .route(
+            "/api/tables/{id}/records/{rid}/press",
+            post(records::press::handler),
+        )
         .route("/api/tables/{id}/trash", get(trash::list::handler))
         .route(
             "/api/tables/{id}/trash/restore",

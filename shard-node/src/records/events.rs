@@ -49,3 +49,26 @@ pub async fn record_events(
     );
     Ok(())
 }
+
+/// Enqueues the one `button.pressed` delivery of a webhook button (the
+/// webhooks issue fills this in like [`record_events`]: the full record in
+/// `after`, `trigger: 'button'`, `button: {field_id, label}`, `pressed_by`,
+/// `pressed_at`; written in `tx`).
+pub async fn button_pressed(
+    _tx: &impl GenericClient,
+    _table: &RecordTable,
+    field_id: &str,
+    record_id: &str,
+    webhook_id: &str,
+    pressed_by: &str,
+) -> ApiResult<()> {
+    tracing::trace!(
+        event = "button.pressed",
+        field_id,
+        record_id,
+        webhook_id,
+        pressed_by,
+        "button event"
+    );
+    Ok(())
+}

@@ -15,6 +15,7 @@ pub mod delete;
 pub mod events;
 pub mod get;
 pub mod list;
+pub mod press;
 pub mod reply;
 pub mod store;
 pub mod table;
