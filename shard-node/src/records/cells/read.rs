@@ -61,6 +61,7 @@ fn link_join(
     schema: &DatabaseSchema,
     link: &FieldRow,
     row: &str,
+    conditions: Option<&serde_json::Value>,
 ) -> Option<(String, String, String)> {
     let target = schema.link_target(link)?;
     let owner = link.connector_owner()?;
@@ -72,14 +73,78 @@ fn link_join(
     } else {
         ("\"__rd_c2\"", "\"__rd_t2\"")
     };
+    let only = conditions
+        .and_then(|cond| conditions_sql(schema, target, cond, t.trim_matches('"')))
+        .map(|sql| format!(" AND ({sql})"))
+        .unwrap_or_default();
     Some((
         format!(
             "FROM {conn} AS {c} JOIN {target_q} AS {t} ON {t}.id = {c}.{other} \
-             WHERE {c}.{own} = {row}.id AND {t}.deleted_at IS NULL"
+             WHERE {c}.{own} = {row}.id AND {t}.deleted_at IS NULL{only}"
         ),
         c.to_owned(),
         t.to_owned(),
     ))
+}
+
+/// A lookup's or rollup's `conditions` (a filter over the linked table) as
+/// SQL over the linked row `alias`, its values inlined as quoted literals
+/// (read expressions carry no parameters). A condition that no longer
+/// compiles (a field deleted since) is ignored, with a warning.
+fn conditions_sql(
+    schema: &DatabaseSchema,
+    target: &TableSchema,
+    conditions: &serde_json::Value,
+    alias: &str,
+) -> Option<String> {
+    if conditions.is_null() {
+        return None;
+    }
+    let fs = schema.filter_schema(target);
+    let env = filter_lang::Env::new(&schema.timezone, chrono::Utc::now())
+        .or_else(|_| filter_lang::Env::new("UTC", chrono::Utc::now()))
+        .ok()?;
+    let filter = match filter_lang::filter::parse_value(conditions, &fs, &env) {
+        Ok(f) => f,
+        Err(e) => {
+            tracing::warn!(table = %target.id, error = %e.message, "lookup/rollup conditions ignored");
+            return None;
+        }
+    };
+    let mut params = filter_lang::Params::new(1);
+    let sql = filter_lang::filter::compile(&filter, &fs, &env, alias, &mut params);
+    Some(inline_params(&sql, params.values()))
+}
+
+/// SQL text quoted as a string literal (standard conforming strings: only
+/// the quote is doubled).
+fn quote_literal(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// Replaces each `$n::` placeholder (numbered from 1) by its value as a
+/// literal; highest numbers first so `$1` never eats `$12`.
+fn inline_params(sql: &str, values: &[filter_lang::SqlValue]) -> String {
+    use filter_lang::SqlValue;
+    let mut out = sql.to_owned();
+    for (i, v) in values.iter().enumerate().rev() {
+        let lit = match v {
+            SqlValue::Text(s) | SqlValue::Numeric(s) => quote_literal(s),
+            SqlValue::TextArray(a) => format!(
+                "ARRAY[{}]::text[]",
+                a.iter()
+                    .map(|s| quote_literal(s))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            SqlValue::Bool(b) => b.to_string().to_uppercase(),
+            SqlValue::Int(n) => n.to_string(),
+            SqlValue::Date(d) => quote_literal(&d.format("%Y-%m-%d").to_string()),
+            SqlValue::Timestamp(t) => quote_literal(&t.to_rfc3339()),
+        };
+        out = out.replace(&format!("${}::", i + 1), &format!("({lit})::"));
+    }
+    out
 }
 
 fn choice_names(f: &FieldRow) -> HashMap<String, String> {
@@ -92,7 +157,7 @@ pub fn read_field(schema: &DatabaseSchema, f: &FieldRow, row: &str) -> ReadField
         Family::Button => ("NULL::jsonb".to_owned(), Post::Plain),
         Family::Select => (column_json(f, row), Post::Choices(choice_names(f))),
         Family::Link => {
-            let expr = match (link_join(schema, f, row), schema.link_target(f)) {
+            let expr = match (link_join(schema, f, row, None), schema.link_target(f)) {
                 (Some((from, c, t)), Some(target)) => format!(
                     "coalesce((SELECT jsonb_agg(jsonb_build_object('id', {t}.id, 'display', {d}) \
                      ORDER BY {c}.position) {from}), '[]'::jsonb)",
@@ -103,14 +168,15 @@ pub fn read_field(schema: &DatabaseSchema, f: &FieldRow, row: &str) -> ReadField
             (expr, Post::Link)
         }
         Family::Lookup => match schema.rides(f) {
-            Some((link, Some(target))) => match link_join(schema, link, row) {
-                Some((from, c, t)) => {
-                    let inner = read_field(schema, target, &t);
-                    let post = match inner.post {
-                        Post::Choices(m) => Post::Choices(m),
-                        _ => Post::Plain,
-                    };
-                    (
+            Some((link, Some(target))) => {
+                match link_join(schema, link, row, f.options.get("conditions")) {
+                    Some((from, c, t)) => {
+                        let inner = read_field(schema, target, &t);
+                        let post = match inner.post {
+                            Post::Choices(m) => Post::Choices(m),
+                            _ => Post::Plain,
+                        };
+                        (
                         format!(
                             "coalesce((SELECT jsonb_agg({e} ORDER BY {c}.position) {from}), '[]'::jsonb)",
                             e = match target.costume.family() {
@@ -121,13 +187,15 @@ pub fn read_field(schema: &DatabaseSchema, f: &FieldRow, row: &str) -> ReadField
                         ),
                         post,
                     )
+                    }
+                    None => ("'[]'::jsonb".to_owned(), Post::Plain),
                 }
-                None => ("'[]'::jsonb".to_owned(), Post::Plain),
-            },
+            }
             _ => ("'[]'::jsonb".to_owned(), Post::Plain),
         },
         Family::Rollup => match schema.rides(f) {
-            Some((link, target)) => match link_join(schema, link, row) {
+            Some((link, target)) => match link_join(schema, link, row, f.options.get("conditions"))
+            {
                 Some((from, _c, t)) => {
                     let agg = f.option_str("aggregation").unwrap_or("count");
                     let value = match (agg, target.and_then(|t| t.column().map(|_| t))) {
@@ -185,5 +253,29 @@ pub fn read_set(
             .filter_map(|id| table.field(id))
             .map(|f| read_field(schema, f, row))
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::inline_params;
+    use filter_lang::SqlValue;
+
+    #[test]
+    fn inlines_values_as_literals() {
+        let sql = "a = $1::text AND b = ANY($2::text[]) AND c > $10::text::numeric";
+        let mut values = vec![
+            SqlValue::Text("it's".into()),
+            SqlValue::TextArray(vec!["x".into()]),
+        ];
+        for _ in 2..9 {
+            values.push(SqlValue::Bool(true));
+        }
+        values.push(SqlValue::Numeric("2.5".into()));
+        let out = inline_params(sql, &values);
+        assert_eq!(
+            out,
+            "a = ('it''s')::text AND b = ANY((ARRAY['x']::text[])::text[]) AND c > ('2.5')::text::numeric"
+        );
     }
 }
