@@ -58,7 +58,7 @@ pub fn cluster() -> &'static Cluster {
         };
         Cluster {
             router_url: get("ROUTER_URL"),
-            control_plane: ControlPlaneClient::new(&get("CONTROL_PLANE_URL"), &get("CONTROL_PLANE_TOKEN")),
+            control_plane: ControlPlaneClient::unpooled(&get("CONTROL_PLANE_URL"), &get("CONTROL_PLANE_TOKEN")),
             cluster_secret: get("CLUSTER_SECRET"),
             env,
         }

@@ -45,11 +45,24 @@ impl std::fmt::Debug for ControlPlaneClient {
 
 impl ControlPlaneClient {
     pub fn new(base_url: &str, token: &str) -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .pool_idle_timeout(Duration::from_secs(60))
-            .build()
-            .expect("reqwest client builds");
+        Self::build(base_url, token, true)
+    }
+
+    /// A client that keeps no idle connection: for callers that use one
+    /// client from several tokio runtimes (each test has its own), where a
+    /// pooled connection would die with the runtime that opened it.
+    pub fn unpooled(base_url: &str, token: &str) -> Self {
+        Self::build(base_url, token, false)
+    }
+
+    fn build(base_url: &str, token: &str, pooled: bool) -> Self {
+        let mut builder = reqwest::Client::builder().timeout(Duration::from_secs(10));
+        builder = if pooled {
+            builder.pool_idle_timeout(Duration::from_secs(60))
+        } else {
+            builder.pool_max_idle_per_host(0)
+        };
+        let http = builder.build().expect("reqwest client builds");
         Self { base: base_url.trim_end_matches('/').to_string(), token: token.to_string(), http }
     }
 
