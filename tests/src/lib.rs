@@ -159,6 +159,12 @@ impl Api {
     pub async fn patch_raw(&self, path: &str, raw: &str) -> Reply {
         self.send(reqwest::Method::PATCH, path, Some(raw.as_bytes().to_vec())).await
     }
+    pub async fn put(&self, path: &str, body: Value) -> Reply {
+        self.send(reqwest::Method::PUT, path, Some(serde_json::to_vec(&body).unwrap())).await
+    }
+    pub async fn delete_with(&self, path: &str, body: Value) -> Reply {
+        self.send(reqwest::Method::DELETE, path, Some(serde_json::to_vec(&body).unwrap())).await
+    }
     pub async fn delete(&self, path: &str) -> Reply {
         self.send(reqwest::Method::DELETE, path, None).await
     }
@@ -175,6 +181,14 @@ impl Api {
             .post(&format!("/api/databases/{database_id}/tables"), serde_json::json!({ "name": name }))
             .await;
         r.expect_ok()["table"].clone()
+    }
+}
+
+impl Api {
+    /// Creates a field (`{name, type, options}`) on a table and returns it.
+    pub async fn create_field(&self, table_id: &str, body: Value) -> Value {
+        let r = self.post(&format!("/api/tables/{table_id}/fields"), body).await;
+        r.expect_ok()["field"].clone()
     }
 }
 
