@@ -50,6 +50,8 @@ pub async fn create_table(
 ) -> anyhow::Result<()> {
     let qualified = table(database_id, table_id)?;
     let live_index = ident_suffix(table_id, "live")?;
+    // The trash listing's order (newest first, then id) over trashed rows only.
+    let trash_index = ident_suffix(table_id, "trash")?;
     let sql = format!(
         "CREATE TABLE {qualified} (
              id text PRIMARY KEY,
@@ -58,7 +60,8 @@ pub async fn create_table(
              created_by text,
              deleted_at timestamptz
          );
-         CREATE INDEX {live_index} ON {qualified} (id) WHERE deleted_at IS NULL;"
+         CREATE INDEX {live_index} ON {qualified} (id) WHERE deleted_at IS NULL;
+         CREATE INDEX {trash_index} ON {qualified} (deleted_at DESC, id) WHERE deleted_at IS NOT NULL;"
     );
     c.batch_execute(&sql).await.context("create tenant table")
 }
