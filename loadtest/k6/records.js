@@ -1,0 +1,100 @@
+// Records benchmark: 100-record pages of GET /api/tables/{id}/records through
+// the router and straight to the owning shard node (signed principal, as in
+// tables_get.js), and 100-record create batches.
+//
+//   k6 run -e ROUTER_URL=... -e CLUSTER_SECRET=... -e PATH_KIND=router|direct \
+//          -e QUERY=first|deep|filter|sort|sort_deep|filter_sort -e VUS=8 -e DURATION=20s \
+//          loadtest/k6/records.js
+//   k6 run ... -e QUERY=create loadtest/k6/records.js      (100-record POST batches)
+//
+// FIXTURE (default ../.records-fixture.json) is written by records_setup.sh.
+// `deep` pages resume from a bookmark near record 90,000 of the order, found
+// in setup() by walking pages of 1000.
+import http from 'k6/http';
+import { check } from 'k6';
+import crypto from 'k6/crypto';
+import encoding from 'k6/encoding';
+
+const ROUTER_URL = (__ENV.ROUTER_URL || 'http://127.0.0.1:8080').replace(/\/$/, '');
+const SECRET = __ENV.CLUSTER_SECRET || '';
+const PATH_KIND = __ENV.PATH_KIND || 'router';
+const QUERY = __ENV.QUERY || 'first';
+const VUS = parseInt(__ENV.VUS || '8', 10);
+const DURATION = __ENV.DURATION || '20s';
+const fx = JSON.parse(open(__ENV.FIXTURE || '../.records-fixture.json'));
+
+export const options = {
+  scenarios: { run: { executor: 'constant-vus', vus: VUS, duration: DURATION } },
+  summaryTrendStats: ['avg', 'min', 'med', 'p(90)', 'p(99)', 'max'],
+};
+
+const base = PATH_KIND === 'direct' ? fx.shard_url : ROUTER_URL;
+const principal = encoding.b64encode(JSON.stringify({
+  user_id: fx.user_id, key_id: fx.key_id, access: 'read_write', narrowed: false,
+  database_id: fx.database_id, role: 'owner', support: false,
+}), 'rawurl');
+
+function headers() {
+  if (PATH_KIND !== 'direct') {
+    return { Authorization: `Bearer ${fx.token}`, 'Content-Type': 'application/json' };
+  }
+  const ts = Math.floor(Date.now() / 1000).toString();
+  return {
+    'x-cluster-principal': principal,
+    'x-cluster-timestamp': ts,
+    'x-cluster-signature': crypto.hmac('sha256', SECRET, `${ts}.${principal}`, 'hex'),
+    'Content-Type': 'application/json',
+  };
+}
+
+const filter = encodeURIComponent(JSON.stringify({ conditions: [
+  { field: 'Status', op: 'is', value: 'doing' }, { field: 'Score', op: 'greater', value: 200 }] }));
+const QUERIES = {
+  first: '',
+  deep: '',
+  filter: `filter=${filter}`,
+  sort: 'sort=-Score',
+  sort_deep: 'sort=-Score',
+  filter_sort: `filter=${filter}&sort=-Score`,
+};
+const records = `${base}/api/tables/${fx.table_id}/records`;
+
+export function setup() {
+  if (!QUERY.endsWith('deep') && QUERY !== 'deep') return { bookmark: null };
+  let bookmark = null;
+  const q = QUERIES[QUERY];
+  for (let i = 0; i < 90; i++) {
+    const url = `${ROUTER_URL}/api/tables/${fx.table_id}/records?page_size=1000&fields=Name${q ? '&' + q : ''}${bookmark ? '&bookmark=' + encodeURIComponent(bookmark) : ''}`;
+    const r = http.get(url, { headers: { Authorization: `Bearer ${fx.token}` }, timeout: '120s' });
+    bookmark = r.json('bookmark');
+  }
+  return { bookmark };
+}
+
+let n = 0;
+export default function (data) {
+  if (QUERY === 'create') {
+    const recs = [];
+    for (let i = 0; i < 100; i++) {
+      n++;
+      recs.push({ fields: { Name: `New ${__VU}-${n}`, Email: `n${__VU}-${n}@example.com`, Score: n % 1000, Amount: 12.5,
+        Due: '2025-05-05', Stamp: '2025-05-05T10:00:00Z', Status: 'doing', Done: true, Notes: 'created by k6', Rating: 3 } });
+    }
+    const r = http.post(records, JSON.stringify({ records: recs }), { headers: headers() });
+    check(r, { '200': (x) => x.status === 200 });
+    return;
+  }
+  let q = QUERIES[QUERY];
+  if (data.bookmark) q += `${q ? '&' : ''}bookmark=${encodeURIComponent(data.bookmark)}`;
+  const r = http.get(`${records}?page_size=100${q ? '&' + q : ''}`, { headers: headers() });
+  check(r, { '200': (x) => x.status === 200 });
+}
+
+export function handleSummary(d) {
+  const m = d.metrics.http_req_duration.values;
+  const out = { path: PATH_KIND, query: QUERY, vus: VUS, duration: DURATION,
+    rps: d.metrics.http_reqs.values.rate, failed: d.metrics.http_req_failed.values.rate,
+    med_ms: m.med, p90_ms: m['p(90)'], p99_ms: m['p(99)'], max_ms: m.max };
+  return { stdout: JSON.stringify(out) + '\n',
+    [`loadtest/results/records-${PATH_KIND}-${QUERY}.json`]: JSON.stringify(out, null, 1) };
+}
