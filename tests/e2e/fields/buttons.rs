@@ -17,7 +17,7 @@ async fn buttons_are_validated() {
     };
     let b = button(
         "Open",
-        json!({"url_template": "https://example.test/{id}", "color": "nile", "stray": 1}),
+        json!({"url_template": "https://example.test/{id}", "color": "nile"}),
     )
     .await;
     let b = b.expect_ok()["field"].clone();
@@ -101,7 +101,7 @@ async fn buttons_are_validated() {
     let r = d
         .patch(
             &id(&h),
-            json!({"options": {"url_template": "https://y.test"}}),
+            json!({"options": {"url_template": "https://y.test", "stray": 1}}),
         )
         .await;
     assert_eq!(

@@ -726,6 +726,12 @@ async fn cap_of_500_fields_counts_a_link_on_both_tables() {
     assert_eq!(d.fields(&roomy).await.len(), 1, "nothing half-made");
     // Deleting one frees a slot.
     d.delete(&id(&l)).await.expect_ok();
+    // A self-link needs two slots on the same table: 499 + 2 is too many.
+    let msg = d
+        .create(&full, json!({"name": "Me", "type": "link", "options": {"target_table_id": full, "reverse_field_name": "Also me"}}))
+        .await
+        .expect_error(400, "bad_request");
+    assert!(msg.contains("500"), "{msg}");
     d.field(&full, json!({"name": "N", "type": "number"})).await;
 }
 

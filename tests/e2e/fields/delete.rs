@@ -130,11 +130,19 @@ async fn deleting_a_link_takes_its_mirror_connector_and_riders() {
     d.delete(&m2).await.expect_ok();
     assert!(!d.relation_exists(&format!("lnk_{}", id(&other_link))).await);
     assert_eq!(d.fields(&a).await.len(), 1, "forward and its lookup gone");
-    // A field a lookup surfaces: the lookup goes with it; picker lists lose it.
-    let l3 = d.field(&b, json!({"name": "As", "type": "link", "options": {"target_table_id": a, "reverse_field_name": "Bees",
-        "picker_field_ids": [id(&a_text)]}})).await;
-    let lk = d.field(&b, json!({"type": "lookup", "options": {"link_field_id": id(&l3), "target_field_id": id(&a_text)}})).await;
-    d.delete(&id(&a_text)).await.expect_ok();
+    // A field a lookup surfaces: the lookup goes with it; picker lists lose
+    // it (A's display field, Text, cannot be a picker field: use Extra).
+    let extra = d
+        .field(&a, json!({"name": "Extra", "type": "number"}))
+        .await;
+    let l3 = d
+        .field(&b, json!({"name": "As", "type": "link", "options": {"target_table_id": a, "reverse_field_name": "Bees",
+            "picker_field_ids": [id(&extra)]}}))
+        .await;
+    let lk = d
+        .field(&b, json!({"type": "lookup", "options": {"link_field_id": id(&l3), "target_field_id": id(&extra)}}))
+        .await;
+    d.delete(&id(&extra)).await.expect_ok();
     let b_fields = d.fields(&b).await;
     assert!(b_fields.iter().all(|f| f["id"] != lk["id"]));
     let l3_now = b_fields.iter().find(|f| f["id"] == l3["id"]).unwrap();

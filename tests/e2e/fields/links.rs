@@ -318,7 +318,7 @@ async fn conditions_and_picker_fields_are_checked_against_the_target() {
     let r = d
         .patch(
             &id(&big),
-            json!({"options": {"picker_field_ids": [id(&notes)], "reverse_field_name": "ignored"}}),
+            json!({"options": {"picker_field_ids": [id(&notes)], "reverse_field_name": "ignored", "stray": 1}}),
         )
         .await;
     let o = r.expect_ok()["field"]["options"].clone();

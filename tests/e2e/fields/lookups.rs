@@ -66,7 +66,7 @@ async fn fixture() -> Fixture {
 async fn lookups_infer_their_costume_and_name() {
     let f = fixture().await;
     let d = &f.d;
-    let lk = |target: &Value| json!({"type": "lookup", "options": {"link_field_id": id(&f.link), "target_field_id": id(target), "stray": 1}});
+    let lk = |target: &Value| json!({"type": "lookup", "options": {"link_field_id": id(&f.link), "target_field_id": id(target)}});
     let by_name = d.field(&f.orders, lk(&f.name)).await;
     assert_eq!(by_name["type"], "lookup_text");
     assert_eq!(by_name["name"], "Name (from Lines)");
@@ -74,7 +74,7 @@ async fn lookups_infer_their_costume_and_name() {
         by_name["options"],
         json!({"link_field_id": id(&f.link), "target_field_id": id(&f.name),
                "source_presentation": {"type": "single_line_text", "options": {}}}),
-        "unknown keys dropped, source_presentation written"
+        "source_presentation written by the server"
     );
     // De-duplicated, never refused, when the name is derived.
     let again = d.field(&f.orders, lk(&f.name)).await;
@@ -280,6 +280,12 @@ async fn lookup_and_rollup_references_are_validated() {
         let msg = bad(options).await.expect_error(400, "bad_request");
         assert!(msg.contains(needle), "{needle}: {msg}");
     }
+    // An unknown key on create is refused like everywhere else.
+    let msg =
+        bad(json!({"link_field_id": id(&f.link), "target_field_id": id(&f.name), "stray": 1}))
+            .await
+            .expect_error(400, "bad_request");
+    assert!(msg.contains("'stray'"), "{msg}");
     // Conditions over the linked table are kept.
     let c = d
         .field(&f.orders, json!({"name": "Cheap", "type": "lookup", "options": {"link_field_id": id(&f.link), "target_field_id": id(&f.name),
@@ -300,7 +306,7 @@ async fn lookup_and_rollup_references_are_validated() {
     let r = d
         .patch(
             &id(&lookup),
-            json!({"options": {"link_field_id": id(&f.link), "target_field_id": id(&f.price)}}),
+            json!({"options": {"link_field_id": id(&f.link), "target_field_id": id(&f.price), "stray": 1}}),
         )
         .await;
     let updated = r.expect_ok()["field"].clone();
