@@ -200,6 +200,22 @@ async fn rollups_check_the_aggregation_and_count_stores_no_target() {
         .await
         .expect_error(400, "bad_request");
 
+    // A formula of the linked table can be surfaced and rolled up.
+    let due = d
+        .field(&f.items, json!({"name": "Due", "type": "formula", "options": {"expression": "DATEADD({When}, 7, 'days')"}}))
+        .await;
+    let latest = ru("max", Some(&due)).await.expect_ok()["field"].clone();
+    assert_eq!(latest["type"], "rollup_date");
+    let total = d
+        .field(
+            &f.items,
+            json!({"name": "Total", "type": "formula", "options": {"expression": "{Price} * 2"}}),
+        )
+        .await;
+    let lk = d
+        .field(&f.orders, json!({"type": "lookup", "options": {"link_field_id": id(&f.link), "target_field_id": id(&total)}}))
+        .await;
+    assert_eq!(lk["type"], "lookup_number");
     // Values: sum, count, max date.
     let items = d
         .records(

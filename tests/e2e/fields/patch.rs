@@ -187,6 +187,25 @@ async fn type_changes_cast_for_real() {
         Some("text")
     );
     assert_eq!(d.listed(&t, &id(&plain)).await["name"], "Plain");
+    // A cast that would break the unique index: 400, no datastore text.
+    let code = d
+        .field(
+            &t,
+            json!({"name": "Code", "type": "single_line_text", "options": {"unique": true}}),
+        )
+        .await;
+    d.records(&t, vec![json!({"Code": "1"}), json!({"Code": "01"})])
+        .await;
+    let msg = d
+        .patch(&id(&code), json!({"type": "number"}))
+        .await
+        .expect_error(400, "bad_request");
+    assert!(
+        msg.contains("Code") && !msg.contains("duplicate key") && !msg.contains("violates"),
+        "{msg}"
+    );
+    assert_eq!(d.column_type(&t, &id(&code)).await.as_deref(), Some("text"));
+    assert_eq!(d.indexes_on(&t, &id(&code)).await.len(), 1);
 }
 
 #[tokio::test]
