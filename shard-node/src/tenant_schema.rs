@@ -207,6 +207,33 @@ pub async fn alter_column_type(
     Ok(c.batch_execute(&sql).await)
 }
 
+/// A view's sort index (see `views::sort_index`): btree on the field's
+/// column over live records, built without blocking writes. A build that
+/// fails leaves no invalid index behind.
+pub async fn create_sort_index(
+    c: &impl GenericClient,
+    database_id: &str,
+    table_id: &str,
+    field_id: &str,
+) -> anyhow::Result<()> {
+    ident(Kind::Field, field_id)?;
+    let bare = format!("\"{field_id}_sort\"");
+    let sql = format!(
+        "CREATE INDEX CONCURRENTLY IF NOT EXISTS {bare} ON {} ({}) WHERE deleted_at IS NULL",
+        table(database_id, table_id)?,
+        column(field_id)?
+    );
+    if let Err(e) = c.batch_execute(&sql).await {
+        let drop = format!(
+            "DROP INDEX CONCURRENTLY IF EXISTS {}.{bare}",
+            schema(database_id)?
+        );
+        let _ = c.batch_execute(&drop).await;
+        return Err(e).context("create sort index");
+    }
+    Ok(())
+}
+
 /// The partial UNIQUE index of a field over live records. The inner result
 /// is the datastore's refusal (duplicates already stored).
 pub async fn create_unique_index(

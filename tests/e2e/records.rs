@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 
 use cluster_protocol::control::Role;
-use e2e_tests::{unique, Person};
+use e2e_tests::{cluster, shard_postgres, unique, Person};
 use serde_json::{json, Value};
 
 pub fn id(v: &Value) -> String {
@@ -532,6 +532,20 @@ async fn pressing_a_button() {
     api.post(&press("rec_000000000000"), json!({"field_id": "Go"})).await.expect_error(404, "not_found");
     api.delete_with(&fx.records(), json!({"records": [fx.r[4]]})).await.expect_ok();
     api.post(&press(&fx.r[4]), json!({"field_id": "Go"})).await.expect_error(404, "not_found");
+    // A webhook button is refused until webhook delivery exists: no reply
+    // may claim a delivery that did not happen.
+    let shard = cluster().control_plane.database(&fx.db).await.expect("placement").shard;
+    let hook = format!("whk_{}press01", &fx.db[3..8]);
+    shard_postgres(&shard)
+        .await
+        .execute("INSERT INTO webhooks (id, database_id, table_id) VALUES ($1, $2, $3)", &[&hook, &fx.db, &fx.tasks])
+        .await
+        .unwrap();
+    api.post(&format!("/api/tables/{}/fields", fx.tasks), json!({"name": "Ping", "type": "button", "options": {"webhook_id": hook}}))
+        .await
+        .expect_ok();
+    let msg = api.post(&press(&fx.r[0]), json!({"field_id": "Ping"})).await.expect_error(400, "bad_request");
+    assert_eq!(msg, "Webhook buttons can't be pressed yet: webhook delivery is not available.");
     // Editor role: viewers are refused.
     let viewer = Person::new().await;
     viewer.join(&fx.db, Role::Viewer).await;

@@ -308,7 +308,14 @@ impl SortPlan {
             });
         }
         disjuncts.push(conj(&equal_prefix, format!("{} > {id}", self.id)));
-        Ok(format!("({})", disjuncts.join(" OR ")))
+        // A redundant bound on the first key that an index on it can seek
+        // to (the disjunction alone is not sargable): descending, every
+        // later row has the key at most the bookmarked value.
+        let any = disjuncts.join(" OR ");
+        Ok(match (self.keys.first(), placeholders.first()) {
+            (Some(k), Some(Some(p))) if k.desc => format!("({} <= {p} AND ({any}))", k.expr),
+            _ => format!("({any})"),
+        })
     }
 }
 

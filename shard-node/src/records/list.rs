@@ -214,7 +214,7 @@ pub async fn list(
     db.measured(DbOp::ListRecords, async {
         let mut client = db.client().await?;
         let schema = state.schemas.get(&mut client, database_id).await?;
-        let rt = RecordTable::load(&client, database_id, table_id).await?;
+        let rt = RecordTable::from_schema(&schema, table_id)?;
         let table = schema.table(table_id).ok_or(ApiError::NotFound)?;
         let fschema = schema.filter_schema(table);
         let env = filter_lang::Env::new(&schema.timezone, chrono::Utc::now())
@@ -223,8 +223,16 @@ pub async fn list(
         let view = match &p.view {
             None => None,
             Some(r) => {
-                let by_id = if r.starts_with("viw_") { views::get(&client, database_id, r).await? } else { None };
-                let all = if by_id.is_none() { views::list_for_table(&client, table_id).await? } else { Vec::new() };
+                let by_id = if r.starts_with("viw_") {
+                    views::get(&client, database_id, r).await?
+                } else {
+                    None
+                };
+                let all = if by_id.is_none() {
+                    views::list_for_table(&client, table_id).await?
+                } else {
+                    Vec::new()
+                };
                 Some(pick_view(all, by_id, table_id, r)?)
             }
         };
@@ -235,17 +243,30 @@ pub async fn list(
         };
         if let Some(v) = &view {
             if let Some(vf) = v.config.get("filters").filter(|f| !f.is_null()) {
-                let vf = filter::parse(vf, &fschema, &env, FieldKey::FieldId).map_err(filter_error)?;
+                let vf =
+                    filter::parse(vf, &fschema, &env, FieldKey::FieldId).map_err(filter_error)?;
                 flt = vf.and(flt);
             }
         }
         let (sort, order) = match (&p.sort, &view) {
-            (Some(s), _) => (parse_sort(s, &fschema).map_err(filter_error)?, String::new()),
+            (Some(s), _) => (
+                parse_sort(s, &fschema).map_err(filter_error)?,
+                String::new(),
+            ),
             (None, Some(v)) => match v.config.get("sorts").filter(|s| !s.is_null()) {
-                Some(s) => (Sort::from_view_config(s, &fschema).map_err(filter_error)?, format!("view:{}", v.id)),
-                None => (parse_sort("", &fschema).map_err(filter_error)?, format!("view:{}", v.id)),
+                Some(s) => (
+                    Sort::from_view_config(s, &fschema).map_err(filter_error)?,
+                    format!("view:{}", v.id),
+                ),
+                None => (
+                    parse_sort("", &fschema).map_err(filter_error)?,
+                    format!("view:{}", v.id),
+                ),
             },
-            (None, None) => (parse_sort("", &fschema).map_err(filter_error)?, String::new()),
+            (None, None) => (
+                parse_sort("", &fschema).map_err(filter_error)?,
+                String::new(),
+            ),
         };
         let carried: Option<Vec<String>> = match (&p.fields, &view) {
             (Some(refs), _) => Some(
@@ -288,24 +309,26 @@ pub async fn list(
         let resume = match &p.bookmark {
             Some(text) => {
                 let b = Bookmark::decode(text).map_err(filter_error)?;
-                plan.resume_after(&b, &order, &mut params).map_err(filter_error)?
+                plan.resume_after(&b, &order, &mut params)
+                    .map_err(filter_error)?
             }
             None => "TRUE".into(),
         };
         let exprs: Vec<String> = read_fields.iter().map(|f| f.expr.clone()).collect();
-        let bcols = plan.bookmark_columns();
-        let mut select = store::select_list(&exprs);
-        for c in &bcols {
-            select.push_str(&format!(", {c}"));
-        }
+        let bcols = plan.keys.len();
         let limit = params.push(SqlValue::Int(p.page_size + 1));
-        let sql = format!(
-            "SELECT {select} FROM {} AS r WHERE r.deleted_at IS NULL AND {where_sql} AND {search_sql} AND ({resume}) ORDER BY {} LIMIT {limit}",
-            rt.qualified,
-            plan.order_by()
+        let sql = store::page_sql(
+            &rt.qualified,
+            &exprs,
+            &format!("{where_sql} AND {search_sql} AND ({resume})"),
+            &plan,
+            &limit,
         );
         let bound = bind(params.values());
-        let refs: Vec<&(dyn ToSql + Sync)> = bound.iter().map(|b| b.as_ref() as &(dyn ToSql + Sync)).collect();
+        let refs: Vec<&(dyn ToSql + Sync)> = bound
+            .iter()
+            .map(|b| b.as_ref() as &(dyn ToSql + Sync))
+            .collect();
         let rows = client.query(&sql, &refs).await?;
         let more = rows.len() as i64 > p.page_size;
         let mut records: Vec<StoredRecord> = Vec::with_capacity(rows.len());
@@ -317,13 +340,20 @@ pub async fn list(
             records.push(store::from_row(row, exprs.len())?);
             if i as i64 == p.page_size - 1 {
                 let base = 5 + exprs.len();
-                last_keys = (0..bcols.len())
+                last_keys = (0..bcols)
                     .map(|k| row.try_get::<_, Option<String>>(base + k))
                     .collect::<Result<_, _>>()?;
             }
         }
         let bookmark = match (more, records.last()) {
-            (true, Some(last)) => Some(Bookmark { order, values: last_keys, id: last.id.clone() }.encode()),
+            (true, Some(last)) => Some(
+                Bookmark {
+                    order,
+                    values: last_keys,
+                    id: last.id.clone(),
+                }
+                .encode(),
+            ),
             _ => None,
         };
         let out: Vec<Value> = records

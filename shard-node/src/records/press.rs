@@ -7,10 +7,10 @@
 //!   URL-encoded text of that cell as the record reads now (lists joined
 //!   with `, `, link cells by display text, unset cells empty). A
 //!   placeholder naming no field is left as written.
-//! * A `webhook` button hands one `button.pressed` event to the events
-//!   place inside a transaction and replies
-//!   `{action:'webhook', delivered:true, webhook_id}`; a webhook that no
-//!   longer exists is 400.
+//! * A `webhook` button is refused with a 400 until webhook delivery
+//!   exists (the spec's reply `{action:'webhook', delivered:true}` would
+//!   claim a delivery that never happens). `events::button_pressed` is the
+//!   place the webhooks issue will call from here.
 //!
 //! The button's `condition` is not evaluated here (the spec gives it no
 //! server-side meaning on press).
@@ -22,8 +22,8 @@ use serde_json::{json, Map, Value};
 use super::cells::read;
 use super::cells::write::resolve;
 use super::reply::{self, Shape};
+use super::store;
 use super::table::RecordTable;
-use super::{events, store};
 use crate::auth::Editor;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
@@ -40,7 +40,6 @@ pub async fn handler(
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         _ => return Err(ApiError::bad_request("field_id is required.")),
     };
-    let user = access.user_id().to_owned();
     let db = &state.db;
     let reply = db
         .measured(DbOp::PressButton, async {
@@ -57,25 +56,12 @@ pub async fn handler(
             }
             let action = button.option_str("action").unwrap_or("link");
             if action == "webhook" {
-                let webhook_id = button
-                    .option_str("webhook_id")
-                    .unwrap_or_default()
-                    .to_owned();
-                let tx = client.transaction().await?;
-                live(&tx, &rt, &rid).await?;
-                if !crate::catalog::fields::webhook_exists(&tx, &access.database_id, &webhook_id)
-                    .await?
-                {
-                    return Err(ApiError::bad_request(format!(
-                        "The webhook of button '{}' no longer exists.",
-                        button.name
-                    )));
-                }
-                events::button_pressed(&tx, &rt, &button.id, &rid, &webhook_id, &user).await?;
-                tx.commit().await?;
-                return Ok(
-                    json!({"action": "webhook", "delivered": true, "webhook_id": webhook_id}),
-                );
+                // Nothing would deliver the event yet: refuse rather than
+                // reply as if it had been delivered.
+                live(&client, &rt, &rid).await?;
+                return Err(ApiError::bad_request(
+                    "Webhook buttons can't be pressed yet: webhook delivery is not available.",
+                ));
             }
             let template = button.option_str("url_template").unwrap_or_default();
             let (ids, _) = placeholders(table, template);

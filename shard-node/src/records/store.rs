@@ -55,6 +55,40 @@ pub fn from_row(row: &Row, cells: usize) -> Result<StoredRecord, tokio_postgres:
     })
 }
 
+/// One list page as a deferred join. The inner query finds the page's ids
+/// (and sort keys) with only the conditions, ordered and limited, so no
+/// read expression is evaluated for a row that is not on the page; the
+/// outer query computes the cells for those rows (at most `limit`) and
+/// restores the order from the inner keys. `conditions` and the plan's key
+/// expressions are over the alias `r`; the outer select list yields
+/// [`select_list`] then one bookmark text per key.
+pub fn page_sql(
+    table: &str,
+    read_exprs: &[String],
+    conditions: &str,
+    plan: &filter_lang::SortPlan,
+    limit_param: &str,
+) -> String {
+    let mut inner_keys = String::new();
+    let mut outer = plan.clone();
+    for (i, k) in outer.keys.iter_mut().enumerate() {
+        inner_keys.push_str(&format!(", {} AS \"__k{i}\"", k.expr));
+        k.expr = format!("\"__page\".\"__k{i}\"");
+    }
+    let mut select = select_list(read_exprs);
+    for b in outer.bookmark_columns() {
+        select.push_str(", ");
+        select.push_str(&b);
+    }
+    format!(
+        "SELECT {select} FROM (SELECT r.id{inner_keys} FROM {table} AS r \
+         WHERE r.deleted_at IS NULL AND {conditions} ORDER BY {} LIMIT {limit_param}) AS \"__page\" \
+         JOIN {table} AS r ON r.id = \"__page\".id ORDER BY {}",
+        plan.order_by(),
+        outer.order_by(),
+    )
+}
+
 /// Records among `ids` (live or trashed), in the order of `ids`.
 pub async fn by_ids(
     c: &impl GenericClient,

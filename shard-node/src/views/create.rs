@@ -20,6 +20,7 @@ pub async fn handler(
     let name = required_name(&body, "name")?;
     let config = parse_config(body.get("config"))?;
     let view = create(&state.db, &access.database_id, &id, name, &config).await?;
+    crate::views::sort_index::ensure(&state.db, &access.database_id, &id, &config).await;
     Ok(Json(json!({ "view": view })))
 }
 

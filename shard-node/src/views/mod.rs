@@ -5,6 +5,7 @@
 pub mod create;
 pub mod delete;
 pub mod list;
+pub mod sort_index;
 pub mod update;
 
 use axum::extract::FromRequestParts;

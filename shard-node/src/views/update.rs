@@ -28,6 +28,10 @@ pub async fn handler(
         return Err(ApiError::bad_request("Send name and/or config."));
     }
     let view = update(&state.db, &access.database_id, &id, name, config.as_ref()).await?;
+    if let Some(config) = &config {
+        crate::views::sort_index::ensure(&state.db, &access.database_id, &view.table_id, config)
+            .await;
+    }
     Ok(Json(json!({ "view": view })))
 }
 

@@ -178,6 +178,28 @@ fn keyset_sql() {
 }
 
 #[test]
+fn keyset_sql_descending_first_key_has_a_seek_bound() {
+    let s = schema();
+    let sort = parse_sort("-Price", &s).unwrap();
+    let mut p = Params::new(1);
+    let plan = sort.plan(&s, "r", &mut p);
+    let pr = format!("\"r\".\"{PRICE}\"");
+    let bm = Bookmark {
+        order: String::new(),
+        values: vec![Some("2.50".into())],
+        id: "rec_000000000009".into(),
+    };
+    let sql = plan.resume_after(&bm, "", &mut p).unwrap();
+    assert_eq!(
+        sql,
+        format!(
+            "({pr} <= $1::text::numeric AND (({pr} < $1::text::numeric) \
+             OR ({pr} = $1::text::numeric AND \"r\".\"id\" > $2::text)))"
+        )
+    );
+}
+
+#[test]
 fn bookmark_mismatches() {
     let s = schema();
     let mut p = Params::new(1);

@@ -1,0 +1,59 @@
+//! The one index a view's ordering earns: a btree over live records on the
+//! column of the view's first sort field, so a sorted page (and a deep
+//! bookmark page in descending order) is an index walk, not a sort of the
+//! whole table. Only a view's *first* sort term gets one (the rest is an
+//! incremental sort within equal keys), only plain column keys (number,
+//! date, text; not single select or checkbox, whose keys are expressions),
+//! and each field at most once. Indexes are never created for an ad hoc
+//! `sort` parameter: each one taxes every write of the table, so they
+//! follow what a view declares. The index outlives the view (dropped with
+//! the column when the field is deleted).
+
+use serde_json::Value;
+
+use crate::schema::{Costume, Family};
+use crate::state::Db;
+
+/// The field whose column a view config's first sort would index, if any.
+fn first_sort_column(
+    schema: &crate::schema::DatabaseSchema,
+    table_id: &str,
+    config: &Value,
+) -> Option<String> {
+    let table = schema.table(table_id)?;
+    let reference = config
+        .get("sorts")?
+        .as_array()?
+        .first()?
+        .get("fieldId")?
+        .as_str()?;
+    let f = table
+        .field(reference)
+        .or_else(|| table.fields.iter().find(|f| f.name == reference))?;
+    let plain = matches!(
+        f.sql_type.as_deref(),
+        Some("text" | "numeric" | "date" | "timestamptz")
+    ) && f.costume.family() != Family::Select
+        && !(f.costume == Costume::FormulaText
+            && f.option_str("display_as") == Some("single_select"));
+    plain.then(|| f.id.clone())
+}
+
+/// Builds the index for `config`'s first sort (concurrently, after the view
+/// is saved). A failure is logged and the view stands: the index only
+/// makes reads faster.
+pub async fn ensure(db: &Db, database_id: &str, table_id: &str, config: &Value) {
+    let result = async {
+        let client = db.client().await?;
+        let schema = crate::schema::cache::load(&client, database_id).await?;
+        if let Some(field_id) = first_sort_column(&schema, table_id, config) {
+            crate::tenant_schema::create_sort_index(&client, database_id, table_id, &field_id)
+                .await?;
+        }
+        Ok::<_, crate::error::ApiError>(())
+    }
+    .await;
+    if let Err(e) = result {
+        tracing::warn!(table = %table_id, error = ?e, "view sort index not built");
+    }
+}
