@@ -21,6 +21,11 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::state::{AppState, Db, DbOp};
 
+/// Prepared page statements a pooled connection keeps before its cache is
+/// emptied (distinct filter/sort/field shapes; each holds a plan in its
+/// PostgreSQL backend).
+const PAGE_STATEMENTS_PER_CONNECTION: usize = 256;
+
 /// Every list parameter, as sent.
 pub struct ListParams {
     pub view: Option<String>,
@@ -277,7 +282,8 @@ pub async fn list(
             (None, Some(v)) => Some(view_columns(v, table)),
             (None, None) => None,
         };
-        let read_fields = read::read_set(&schema, table, carried.as_deref());
+        let mut read_fields = read::read_set(&schema, table, carried.as_deref());
+        let joins = read::batch_links(&schema, table, &mut read_fields);
 
         let mut params = filter_lang::Params::new(1);
         let where_sql = filter::compile(&flt, &fschema, &env, "r", &mut params);
@@ -316,10 +322,12 @@ pub async fn list(
         };
         let exprs: Vec<String> = read_fields.iter().map(|f| f.expr.clone()).collect();
         let bcols = plan.keys.len();
-        let limit = params.push(SqlValue::Int(p.page_size + 1));
+        // A validated whole number, inlined so a cached plan knows it.
+        let limit = (p.page_size + 1).to_string();
         let sql = store::page_sql(
             &rt.qualified,
             &exprs,
+            &joins,
             &format!("{where_sql} AND {search_sql} AND ({resume})"),
             &plan,
             &limit,
@@ -329,7 +337,14 @@ pub async fn list(
             .iter()
             .map(|b| b.as_ref() as &(dyn ToSql + Sync))
             .collect();
-        let rows = client.query(&sql, &refs).await?;
+        // Prepared once per connection and shape (values are parameters),
+        // so a page of a known shape is not parsed or planned from scratch;
+        // the per-connection cache is emptied past a bound.
+        if client.statement_cache.size() > PAGE_STATEMENTS_PER_CONNECTION {
+            client.statement_cache.clear();
+        }
+        let statement = client.prepare_cached(&sql).await?;
+        let rows = client.query(&statement, &refs).await?;
         let more = rows.len() as i64 > p.page_size;
         let mut records: Vec<StoredRecord> = Vec::with_capacity(rows.len());
         let mut last_keys: Vec<Option<String>> = Vec::new();

@@ -9,6 +9,7 @@ use serde_json::Value;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
+use super::cells::read::PageJoin;
 use super::table::RecordTable;
 
 /// Alias of the record table in every statement (filter-lang reserves
@@ -60,14 +61,17 @@ pub fn from_row(row: &Row, cells: usize) -> Result<StoredRecord, tokio_postgres:
 /// read expression is evaluated for a row that is not on the page; the
 /// outer query computes the cells for those rows (at most `limit`) and
 /// restores the order from the inner keys. `conditions` and the plan's key
-/// expressions are over the alias `r`; the outer select list yields
+/// expressions are over the alias `r`; `joins` are grouped per-page reads
+/// (`cells::read::batch_links`) over the page's ids, `"__pg"`, which the
+/// read expressions reference by alias. The select list yields
 /// [`select_list`] then one bookmark text per key.
 pub fn page_sql(
     table: &str,
     read_exprs: &[String],
+    joins: &[PageJoin],
     conditions: &str,
     plan: &filter_lang::SortPlan,
-    limit_param: &str,
+    limit: &str,
 ) -> String {
     let mut inner_keys = String::new();
     let mut outer = plan.clone();
@@ -80,11 +84,30 @@ pub fn page_sql(
         select.push_str(", ");
         select.push_str(&b);
     }
+    let inner = format!(
+        "SELECT r.id{inner_keys} FROM {table} AS r \
+         WHERE r.deleted_at IS NULL AND {conditions} ORDER BY {} LIMIT {limit}",
+        plan.order_by()
+    );
+    if joins.is_empty() {
+        return format!(
+            "SELECT {select} FROM ({inner}) AS \"__page\" \
+             JOIN {table} AS r ON r.id = \"__page\".id ORDER BY {}",
+            outer.order_by(),
+        );
+    }
+    let mut with = format!("WITH \"__pg\" AS MATERIALIZED ({inner})");
+    let mut left = String::new();
+    for j in joins {
+        with.push_str(&format!(", {} AS ({})", j.alias, j.sql));
+        left.push_str(&format!(
+            " LEFT JOIN {a} ON {a}.from_id = r.id",
+            a = j.alias
+        ));
+    }
     format!(
-        "SELECT {select} FROM (SELECT r.id{inner_keys} FROM {table} AS r \
-         WHERE r.deleted_at IS NULL AND {conditions} ORDER BY {} LIMIT {limit_param}) AS \"__page\" \
-         JOIN {table} AS r ON r.id = \"__page\".id ORDER BY {}",
-        plan.order_by(),
+        "{with} SELECT {select} FROM \"__pg\" AS \"__page\" \
+         JOIN {table} AS r ON r.id = \"__page\".id{left} ORDER BY {}",
         outer.order_by(),
     )
 }

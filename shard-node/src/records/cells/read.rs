@@ -147,6 +147,107 @@ fn inline_params(sql: &str, values: &[filter_lang::SqlValue]) -> String {
     out
 }
 
+/// One element of a lookup list: the surfaced field's read expression
+/// over the linked row (a surfaced link shows its display texts).
+fn lookup_element(target: &FieldRow, inner_expr: String) -> String {
+    match target.costume.family() {
+        Family::Link => {
+            format!("(SELECT jsonb_agg(x->'display') FROM jsonb_array_elements({inner_expr}) x)")
+        }
+        _ => inner_expr,
+    }
+}
+
+/// A per-page aggregate a list page joins instead of running correlated
+/// subqueries per row: `sql` selects `from_id` (the page row's id) and
+/// one column per batched cell from the page's ids (`"__pg"`).
+pub struct PageJoin {
+    pub alias: String,
+    pub sql: String,
+}
+
+/// Rewrites the link cells and the condition-free lookups of `fields` (row
+/// alias `r`) to read from one grouped join per link over the page's ids,
+/// instead of one subquery per row and field; returns those joins. The
+/// cells are the same values in the same order (`position`), `[]` when
+/// nothing is linked.
+pub fn batch_links(
+    schema: &DatabaseSchema,
+    table: &TableSchema,
+    fields: &mut [ReadField],
+) -> Vec<PageJoin> {
+    // link field id -> (alias, select columns)
+    let mut groups: Vec<(String, String, Vec<String>)> = Vec::new();
+    for rf in fields.iter_mut() {
+        let Some(f) = table.field(&rf.id) else {
+            continue;
+        };
+        let (link, element) = match f.costume.family() {
+            Family::Link => match schema.link_target(f) {
+                Some(target) => (
+                    f,
+                    format!(
+                        "jsonb_build_object('id', \"__rd_t\".id, 'display', {})",
+                        display_text(schema, target, "\"__rd_t\"")
+                    ),
+                ),
+                None => continue,
+            },
+            Family::Lookup if f.options.get("conditions").is_none_or(|c| c.is_null()) => {
+                match schema.rides(f) {
+                    Some((link, Some(target))) => {
+                        let inner = read_field(schema, target, "\"__rd_t\"");
+                        (link, lookup_element(target, inner.expr))
+                    }
+                    _ => continue,
+                }
+            }
+            _ => continue,
+        };
+        // The joined form only where the correlated one would be built.
+        if link_join(schema, link, "\"r\"", None).is_none() {
+            continue;
+        }
+        let n = match groups.iter().position(|g| g.0 == link.id) {
+            Some(n) => n,
+            None => {
+                groups.push((
+                    link.id.clone(),
+                    format!("\"__lk{}\"", groups.len()),
+                    Vec::new(),
+                ));
+                groups.len() - 1
+            }
+        };
+        let col = format!("\"c{}\"", groups[n].2.len());
+        groups[n].2.push(format!(
+            "jsonb_agg({element} ORDER BY \"__rd_c\".position) AS {col}"
+        ));
+        rf.expr = format!("coalesce({}.{col}, '[]'::jsonb)", groups[n].1);
+    }
+    groups
+        .into_iter()
+        .filter_map(|(link_id, alias, cols)| {
+            let link = table.field(&link_id)?;
+            let target = schema.link_target(link)?;
+            let conn =
+                tenant_schema::connector(&schema.database_id, link.connector_owner()?).ok()?;
+            let target_q = tenant_schema::table(&schema.database_id, &target.id).ok()?;
+            let (own, other) = link.connector_columns();
+            Some(PageJoin {
+                sql: format!(
+                    "SELECT \"__rd_c\".{own} AS from_id, {} FROM \"__pg\" \
+                     JOIN {conn} AS \"__rd_c\" ON \"__rd_c\".{own} = \"__pg\".id \
+                     JOIN {target_q} AS \"__rd_t\" ON \"__rd_t\".id = \"__rd_c\".{other} \
+                     AND \"__rd_t\".deleted_at IS NULL GROUP BY \"__rd_c\".{own}",
+                    cols.join(", ")
+                ),
+                alias,
+            })
+        })
+        .collect()
+}
+
 fn choice_names(f: &FieldRow) -> HashMap<String, String> {
     f.choices().into_iter().collect()
 }
@@ -177,16 +278,12 @@ pub fn read_field(schema: &DatabaseSchema, f: &FieldRow, row: &str) -> ReadField
                             _ => Post::Plain,
                         };
                         (
-                        format!(
-                            "coalesce((SELECT jsonb_agg({e} ORDER BY {c}.position) {from}), '[]'::jsonb)",
-                            e = match target.costume.family() {
-                                // A surfaced link shows its display texts.
-                                Family::Link => format!("(SELECT jsonb_agg(x->'display') FROM jsonb_array_elements({}) x)", inner.expr),
-                                _ => inner.expr,
-                            }
-                        ),
-                        post,
-                    )
+                            format!(
+                                "coalesce((SELECT jsonb_agg({e} ORDER BY {c}.position) {from}), '[]'::jsonb)",
+                                e = lookup_element(target, inner.expr)
+                            ),
+                            post,
+                        )
                     }
                     None => ("'[]'::jsonb".to_owned(), Post::Plain),
                 }
