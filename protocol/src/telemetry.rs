@@ -19,7 +19,9 @@ impl Drop for TelemetryGuard {
 
 pub fn init(service: &'static str) -> TelemetryGuard {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let fmt = tracing_subscriber::fmt::layer().with_target(false);
+    // Plain text when logging to a file (the dev cluster's logs are grepped).
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let fmt = tracing_subscriber::fmt::layer().with_target(false).with_ansi(ansi);
     let provider = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok().and_then(|_| {
         use opentelemetry::trace::TracerProvider as _;
         let exporter = opentelemetry_otlp::SpanExporter::builder().with_http().build().ok()?;
