@@ -35,7 +35,7 @@ pub struct AppState {
 
 /// Serves until SIGTERM or SIGINT, then drains in-flight requests.
 pub async fn run(config: Config, listener: TcpListener) -> anyhow::Result<()> {
-    run_until(config, listener, shutdown_signal()).await
+    run_until(config, listener, cluster_protocol::shutdown::signal()).await
 }
 
 /// Migrates the catalog, starts the reaper and serves until `shutdown` resolves.
@@ -64,26 +64,4 @@ pub async fn run_until(
         .await;
     reaper.abort();
     served.context("serve")
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
-    }
-    tracing::info!("shutting down");
 }

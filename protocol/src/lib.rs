@@ -4,12 +4,14 @@
 //! * [`error`]: the one error envelope every tier answers with.
 //! * [`principal`]: the caller identity a router signs and a shard verifies.
 //! * [`control`]: the control plane's internal API (types) and [`control::client`].
+//! * [`shutdown`]: the SIGINT/SIGTERM future the binaries drain on.
 //! * [`telemetry`]: tracing set-up shared by the three binaries.
 
 pub mod control;
 pub mod error;
 pub mod ids;
 pub mod principal;
+pub mod shutdown;
 pub mod telemetry;
 
 /// Name the service reports on `GET /api/health`.

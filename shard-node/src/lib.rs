@@ -42,7 +42,7 @@ use crate::state::{AppState, Db, DbOp};
 /// Connects, migrates the catalog, and serves on `listener` until SIGTERM
 /// or SIGINT, draining in-flight requests.
 pub async fn run(config: Config, listener: TcpListener) -> anyhow::Result<()> {
-    run_until(config, listener, shutdown_signal()).await
+    run_until(config, listener, cluster_protocol::shutdown::signal()).await
 }
 
 /// As [`run`], stopping gracefully when `shutdown` completes.
@@ -78,32 +78,4 @@ pub async fn migrate(db: &Db) -> anyhow::Result<()> {
     })
     .await
     .map_err(|e| anyhow::anyhow!("catalog migrations failed: {e:#}"))
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::warn!(error = %e, "cannot listen for SIGINT");
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = terminate => {},
-    }
-    tracing::info!("shutdown signal received; draining");
 }
