@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Fixture for the records benchmark: one user and key, one database, one
-# table "bench" with ten mixed fields, ROWS (100,000) records.
+# table "bench" with ten mixed fields (text, email, number, date,
+# date-with-time, single select, long text, a link to the table "owners",
+# a lookup of the owner's name through it, a formula), ROWS (100,000)
+# records each linking one of OWNERS (1,000) owners, and a view sorting
+# by -Score.
 #
 #   loadtest/records_setup.sh [ENV_FILE]     (default: .dev-cluster/env)
 #
@@ -13,8 +17,7 @@
 #
 # Writes loadtest/.records-fixture.json:
 #   {token,user_id,key_id,database_id,table_id,shard_url,shard_dsn,fields:{name:id}}
-# and the pgbench scripts loadtest/pgbench/generated/*.sql from the
-# templates loadtest/pgbench/*.sql.in (table and field ids substituted).
+# (records_pgbench.sh then captures the SQL pgbench runs from the shard.)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -41,13 +44,16 @@ field() { F[$1]="$(api POST "/api/tables/$tbl/fields" "$2" | jq -er .field.id)";
 field Name   '{"name":"Name","type":"single_line_text"}'
 field Email  '{"name":"Email","type":"email"}'
 field Score  '{"name":"Score","type":"number"}'
-field Amount '{"name":"Amount","type":"currency"}'
 field Due    '{"name":"Due","type":"date"}'
 field Stamp  '{"name":"Stamp","type":"date","options":{"include_time":true}}'
 field Status '{"name":"Status","type":"single_select","options":{"choices":[{"name":"todo"},{"name":"doing"},{"name":"done"}]}}'
-field Done   '{"name":"Done","type":"checkbox"}'
 field Notes  '{"name":"Notes","type":"long_text"}'
-field Rating '{"name":"Rating","type":"rating"}'
+# A link to OWNERS owner records (one each), a lookup through it, a formula.
+owners="$(api POST "/api/databases/$db/tables" '{"name":"owners"}' | jq -er .table.id)"
+F[OwnerName]="$(api POST "/api/tables/$owners/fields" '{"name":"Name","type":"single_line_text"}' | jq -er .field.id)"
+field Owner  "{\"name\":\"Owner\",\"type\":\"link\",\"options\":{\"target_table_id\":\"$owners\"}}"
+field Owner_name "{\"name\":\"Owner name\",\"type\":\"lookup\",\"options\":{\"link_field_id\":\"${F[Owner]}\",\"target_field_id\":\"${F[OwnerName]}\"}}"
+field Double '{"name":"Double","type":"formula","options":{"expression":"{Score} * 2"}}'
 choices="$(api GET "/api/tables/$tbl" | jq -c --arg f "${F[Status]}" '.table.fields[] | select(.id == $f) | [.options.choices[].id]')"
 F[DOING]="$(jq -er '.[1]' <<<"$choices")"   # the "doing" choice id (pgbench filter)
 shard="$(cpl databases show "$db" | jq -er '.shard // .database.shard')"
@@ -57,38 +63,46 @@ shard_dsn="$(jq -er --arg s "$shard" '.shards[] | select(.name == $s) | .postgre
 
 t="\"$db\".\"$tbl\""
 c() { printf '"%s"' "${F[$1]}"; }
+OWNERS="${OWNERS:-1000}"
+o="\"$db\".\"$owners\""
+psql "$shard_dsn" -v ON_ERROR_STOP=1 -q <<SQL
+INSERT INTO $o (id, created_by, $(c OwnerName))
+SELECT 'rec_ow' || lpad(to_hex(g), 10, '0'), '$user_id', 'Owner ' || g FROM generate_series(1, $OWNERS) AS g;
+SQL
 if [[ "$LOAD" == sql ]]; then
   psql "$shard_dsn" -v ON_ERROR_STOP=1 -q <<SQL
-INSERT INTO $t (id, created_by, $(c Name), $(c Email), $(c Score), $(c Amount), $(c Due), $(c Stamp), $(c Status), $(c Done), $(c Notes), $(c Rating))
+INSERT INTO $t (id, created_by, $(c Name), $(c Email), $(c Score), $(c Due), $(c Stamp), $(c Status), $(c Notes))
 SELECT 'rec_' || substr(md5(g::text), 1, 2) || lpad(to_hex(g), 10, '0'), '$user_id',
-       'Item ' || g, 'user' || g || '@example.com', (g * 7919) % 1000, ((g * 31) % 100000) / 100.0,
+       'Item ' || g, 'user' || g || '@example.com', (g * 7919) % 1000,
        date '2020-01-01' + (g % 2000), timestamptz '2024-01-01' + make_interval(mins => g),
        (ARRAY$(jq -r 'map("\u0027"+.+"\u0027") | join(",") | "[" + . + "]"' <<<"$choices"))[1 + g % 3],
-       CASE WHEN g % 3 = 0 THEN NULL ELSE g % 2 = 0 END,
-       CASE WHEN g % 5 = 0 THEN NULL ELSE 'Notes for item ' || g || ' lorem ipsum dolor sit amet' END,
-       1 + g % 5
+       CASE WHEN g % 5 = 0 THEN NULL ELSE 'Notes for item ' || g || ' lorem ipsum dolor sit amet' END
 FROM generate_series(1, $ROWS) AS g;
-ANALYZE $t;
+-- Every record links one owner (what a create with {"Owner": [id]} stores).
+INSERT INTO "$db"."lnk_${F[Owner]}" (from_id, to_id)
+SELECT 'rec_' || substr(md5(g::text), 1, 2) || lpad(to_hex(g), 10, '0'),
+       'rec_ow' || lpad(to_hex(1 + g % $OWNERS), 10, '0')
+FROM generate_series(1, $ROWS) AS g;
 SQL
 else
   for ((b = 0; b < ROWS / 100; b++)); do
-    body="$(jq -nc --argjson b "$b" '{records: [range(0;100) | ($b*100 + . + 1) as $g |
+    body="$(jq -nc --argjson b "$b" --arg ow "rec_ow" --argjson n "$OWNERS" '{records: [range(0;100) | ($b*100 + . + 1) as $g |
       {fields: {Name: "Item \($g)", Email: "user\($g)@example.com", Score: (($g*7919)%1000),
-       Amount: ((($g*31)%100000)/100), Due: "2021-01-01", Stamp: "2024-01-01T00:00:00Z",
-       Status: (["todo","doing","done"][$g%3]), Done: ($g%2==0), Notes: "Notes for item \($g)", Rating: (1+$g%5)}}]}')"
+       Due: "2021-01-01", Stamp: "2024-01-01T00:00:00Z", Status: (["todo","doing","done"][$g%3]),
+       Notes: "Notes for item \($g)", Owner: [$ow + ("0000000000" + (1 + $g % $n | tostring))[-10:]]}}]}')"
     api POST "/api/tables/$tbl/records" "$body" >/dev/null
   done
 fi
+# A view sorting by -Score: the view is what earns the sort index on Score
+# (shard-node views::sort_index); the k6 sorted queries send `sort=-Score`.
+api POST "/api/tables/$tbl/views" "{\"name\":\"By score\",\"config\":{\"sorts\":[{\"fieldId\":\"${F[Score]}\",\"dir\":\"desc\"}]}}" >/dev/null
+# What autovacuum would do soon after a bulk load: statistics and the
+# visibility map (index-only scans of the id index).
+psql "$shard_dsn" -v ON_ERROR_STOP=1 -q -c "VACUUM ANALYZE $t" -c "VACUUM ANALYZE $o" -c "VACUUM ANALYZE \"$db\".\"lnk_${F[Owner]}\""
 
 fields_json="$(for k in "${!F[@]}"; do printf '%s\t%s\n' "$k" "${F[$k]}"; done | jq -Rn '[inputs | split("\t") | {(.[0]): .[1]}] | add')"
 jq -n --arg token "$token" --arg user_id "$user_id" --arg key_id "$key_id" --arg database_id "$db" \
   --arg table_id "$tbl" --arg shard_url "${shard_url%/}" --arg shard_dsn "$shard_dsn" --argjson fields "$fields_json" \
-  '{token:$token,user_id:$user_id,key_id:$key_id,database_id:$database_id,table_id:$table_id,shard_url:$shard_url,shard_dsn:$shard_dsn,fields:$fields}' >"$OUT"
+  '{token:$token,user_id:$user_id,key_id:$key_id,database_id:$database_id,table_id:$table_id,shard_url:$shard_url,shard_dsn:$shard_dsn,fields:$fields,owner:"rec_ow0000000001"}' >"$OUT"
 
-mkdir -p "$here/pgbench/generated"
-for tpl in "$here"/pgbench/*.sql.in; do
-  out="$here/pgbench/generated/$(basename "${tpl%.in}")"
-  sed -e "s/@T@/$(printf '%s' "$t" | sed 's/"/\\"/g')/g" "$tpl" >"$out"
-  for k in "${!F[@]}"; do sed -i "s/@$k@/${F[$k]}/g" "$out"; done
-done
 echo "records_setup.sh: $ROWS records in $db/$tbl on $shard; wrote $OUT" >&2

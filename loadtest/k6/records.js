@@ -77,8 +77,8 @@ export default function (data) {
     const recs = [];
     for (let i = 0; i < 100; i++) {
       n++;
-      recs.push({ fields: { Name: `New ${__VU}-${n}`, Email: `n${__VU}-${n}@example.com`, Score: n % 1000, Amount: 12.5,
-        Due: '2025-05-05', Stamp: '2025-05-05T10:00:00Z', Status: 'doing', Done: true, Notes: 'created by k6', Rating: 3 } });
+      recs.push({ fields: { Name: `New ${__VU}-${n}`, Email: `n${__VU}-${n}@example.com`, Score: n % 1000,
+        Due: '2025-05-05', Stamp: '2025-05-05T10:00:00Z', Status: 'doing', Notes: 'created by k6', Owner: [fx.owner] } });
     }
     const r = http.post(records, JSON.stringify({ records: recs }), { headers: headers() });
     check(r, { '200': (x) => x.status === 200 });
