@@ -16,7 +16,7 @@ use crate::auth::Caller;
 use crate::errors::{full, json, ApiError, Body};
 use crate::forward::{client_response, read_limited, request_headers};
 use crate::state::AppState;
-use crate::{principal_sign, trace};
+use crate::trace;
 
 const CREATE_BODY_LIMIT: usize = 64 * 1024;
 const LOOKUP_REPLY_LIMIT: usize = 16 * 1024 * 1024;
@@ -116,11 +116,9 @@ async fn lookup(
         HeaderValue::from_static("application/json"),
     );
     trace::propagate(span, incoming.get("traceparent"), &mut headers);
-    principal_sign::attach(
-        &mut headers,
-        &caller.principal(None, None, false, None),
-        state.cluster_secret(),
-    );
+    state
+        .signer
+        .attach(&mut headers, &caller.principal(None, None, false, None));
     let body = serde_json::json!({ "database_ids": ids }).to_string();
     let resp = state
         .forwarder
@@ -180,7 +178,7 @@ pub async fn create(
     trace::propagate(span, parts.headers.get("traceparent"), &mut headers);
     let mut principal = caller.principal(None, None, false, Some(allocation.epoch));
     principal.new_database = Some(allocation.clone());
-    principal_sign::attach(&mut headers, &principal, state.cluster_secret());
+    state.signer.attach(&mut headers, &principal);
     let path = parts
         .uri
         .path_and_query()

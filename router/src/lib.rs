@@ -17,6 +17,8 @@ pub mod limiter_lua;
 pub mod placement;
 pub mod principal_sign;
 pub mod proxy;
+pub mod redis_conn;
+pub mod resp;
 pub mod routes;
 pub mod server;
 pub mod state;

@@ -8,9 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use cluster_protocol::control::redis_keys;
-use redis::aio::ConnectionManager;
 
 use crate::limiter::{bucket_of, decide, Decision, LocalLimiter, WINDOW_MS};
+use crate::redis_conn::{self, RedisPool, Script};
+use crate::resp::Reply;
 
 /// KEYS: shield cur, shield prev, [key cur, key prev, key liveness, user version, last used].
 /// ARGV: elapsed ms in bucket, window ms, shield limit (0 = skip), key limit, now ms.
@@ -72,8 +73,8 @@ pub struct Charge<'a> {
 }
 
 pub struct Limiter {
-    redis: ConnectionManager,
-    script: redis::Script,
+    redis: RedisPool,
+    script: Script,
     local: LocalLimiter,
     /// Unix ms until which Redis is considered down (skip it).
     down_until: AtomicU64,
@@ -89,10 +90,10 @@ pub fn now_ms() -> u64 {
 }
 
 impl Limiter {
-    pub fn new(redis: ConnectionManager) -> Self {
+    pub fn new(redis: RedisPool) -> Self {
         Self {
             redis,
-            script: redis::Script::new(SCRIPT),
+            script: Script::new(SCRIPT),
             local: LocalLimiter::default(),
             down_until: AtomicU64::new(0),
             last_warning: AtomicU64::new(0),
@@ -154,31 +155,27 @@ impl Limiter {
         }
     }
 
-    async fn run_script(&self, c: &Charge<'_>, now: u64) -> redis::RedisResult<Outcome> {
+    async fn run_script(&self, c: &Charge<'_>, now: u64) -> Result<Outcome, redis_conn::Error> {
         let (bucket, elapsed) = bucket_of(now);
-        let mut inv = self.script.prepare_invoke();
-        inv.key(format!("router:rl:addr:{}:{bucket}", c.address))
-            .key(format!(
-                "router:rl:addr:{}:{}",
-                c.address,
-                bucket.wrapping_sub(1)
-            ));
+        let previous = bucket.wrapping_sub(1);
+        let mut keys = Vec::with_capacity(7);
+        keys.push(format!("router:rl:addr:{}:{bucket}", c.address));
+        keys.push(format!("router:rl:addr:{}:{previous}", c.address));
         let key_limit = c.key.map(|k| k.2).unwrap_or(0);
         if let Some((key_id, user_id, _)) = c.key {
-            inv.key(format!("router:rl:key:{key_id}:{bucket}"))
-                .key(format!("router:rl:key:{key_id}:{}", bucket.wrapping_sub(1)))
-                .key(redis_keys::key_version(key_id))
-                .key(redis_keys::user_version(user_id))
-                .key(redis_keys::key_last_used(key_id));
+            keys.push(format!("router:rl:key:{key_id}:{bucket}"));
+            keys.push(format!("router:rl:key:{key_id}:{previous}"));
+            keys.push(redis_keys::key_version(key_id));
+            keys.push(redis_keys::user_version(user_id));
+            keys.push(redis_keys::key_last_used(key_id));
         }
-        inv.arg(elapsed)
-            .arg(WINDOW_MS)
-            .arg(c.shield_limit)
-            .arg(key_limit)
-            .arg(now);
-        let mut conn = self.redis.clone();
-        let reply: Vec<Option<i64>> = inv.invoke_async(&mut conn).await?;
-        let at = |i: usize| reply.get(i).copied().flatten();
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let args = [elapsed, WINDOW_MS, c.shield_limit, key_limit, now];
+        let reply = match self.redis.eval(&self.script, &keys, &args).await? {
+            Reply::Array(items) => items,
+            _ => return Err(redis_conn::Error::Protocol),
+        };
+        let at = |i: usize| reply.get(i).and_then(Reply::as_i64);
         let n = |i: usize| at(i).unwrap_or(0).max(0) as u64;
         let shield = if c.shield_limit > 0 {
             decide(n(0) == 1, n(2), n(1), elapsed, c.shield_limit)

@@ -22,10 +22,38 @@ async fn shutdown_signal() {
     }
 }
 
-#[tokio::main(flavor = "multi_thread")]
-async fn main() -> anyhow::Result<()> {
-    let _telemetry = cluster_protocol::telemetry::init("router");
+/// Keeps argon2id's 19 MiB verification buffers out of glibc's arenas.
+///
+/// glibc raises its mmap threshold after the first large block is freed, so
+/// later 19 MiB blocks come from per-thread arenas and stay resident after
+/// `free` (measured: six 57 MiB arenas, 362 MiB RSS, after 50 first-time key
+/// verifications). A fixed 1 MiB threshold makes every such block a private
+/// mapping that is returned to the kernel when the verification ends.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn bound_malloc_retention() {
+    const MMAP_THRESHOLD: libc::c_int = 1 << 20;
+    // SAFETY: mallopt only sets an allocator tunable; it is called before
+    // the runtime starts any other thread.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn bound_malloc_retention() {}
+
+fn main() -> anyhow::Result<()> {
+    bound_malloc_retention();
     let config = Config::from_env()?;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("start the tokio runtime")?
+        .block_on(serve(config))
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let _telemetry = cluster_protocol::telemetry::init("router");
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("bind {}", config.listen))?;

@@ -13,7 +13,7 @@ use crate::auth::Caller;
 use crate::errors::{ApiError, Body};
 use crate::forward::{client_response, prepare_body, request_headers};
 use crate::state::AppState;
-use crate::{principal_sign, trace};
+use crate::trace;
 
 pub async fn forward(
     state: &AppState,
@@ -47,8 +47,6 @@ pub async fn forward(
     }
 
     let (parts, body) = req.into_parts();
-    let mut headers = request_headers(&parts.headers, &caller.address);
-    trace::propagate(span, parts.headers.get("traceparent"), &mut headers);
     let path = parts
         .uri
         .path_and_query()
@@ -60,12 +58,14 @@ pub async fn forward(
     let mut epoch = placement.epoch;
     let (mut attempt, mut rest) = body.take();
     for try_no in 0..2 {
+        // Built per attempt (a retry is rare) rather than cloned per request.
+        let mut headers = request_headers(&parts.headers, &caller.address);
+        trace::propagate(span, parts.headers.get("traceparent"), &mut headers);
         let principal = caller.principal(Some(db), role, support, Some(epoch));
-        let mut h = headers.clone();
-        principal_sign::attach(&mut h, &principal, state.cluster_secret());
+        state.signer.attach(&mut headers, &principal);
         let resp = state
             .forwarder
-            .send(&shard_url, &parts.method, path, h, attempt)
+            .send(&shard_url, &parts.method, path, headers, attempt)
             .await
             .map_err(|e| {
                 tracing::error!(error = %e, shard = %shard_url, "shard unreachable");

@@ -4,8 +4,11 @@ use cluster_protocol::control::client::ControlPlaneClient;
 
 use crate::{
     access::AccessStore, config::Config, forward::Forwarder, health::HealthCache, keys::KeyStore,
-    limiter_lua::Limiter, placement::PlacementStore,
+    limiter_lua::Limiter, placement::PlacementStore, principal_sign::Signer, redis_conn::RedisPool,
 };
+
+/// Idle Redis connections kept for the limiter (one per request in flight).
+const REDIS_MAX_IDLE: usize = 64;
 
 pub struct AppState {
     pub config: Config,
@@ -16,6 +19,7 @@ pub struct AppState {
     pub limiter: Limiter,
     pub forwarder: Forwarder,
     pub health: HealthCache,
+    pub signer: Signer,
 }
 
 impl AppState {
@@ -24,14 +28,11 @@ impl AppState {
     pub fn new(config: Config) -> anyhow::Result<Self> {
         let control =
             ControlPlaneClient::new(&config.control_plane_url, &config.control_plane_token.0);
-        let redis_client = redis::Client::open(config.redis_url.as_str())?;
-        let redis_config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(std::time::Duration::from_millis(500)))
-            .set_response_timeout(Some(std::time::Duration::from_millis(500)))
-            .set_number_of_retries(1)
-            .set_max_delay(std::time::Duration::from_millis(1000));
-        let redis =
-            redis::aio::ConnectionManager::new_lazy_with_config(redis_client, redis_config)?;
+        let redis = RedisPool::new(
+            &config.redis_url,
+            REDIS_MAX_IDLE,
+            std::time::Duration::from_millis(500),
+        )?;
         Ok(Self {
             keys: KeyStore::new(control.clone()),
             access: AccessStore::new(control.clone()),
@@ -39,6 +40,7 @@ impl AppState {
             limiter: Limiter::new(redis),
             forwarder: Forwarder::new(config.pool_max_idle_per_host),
             health: HealthCache::default(),
+            signer: Signer::new(config.cluster_secret.0.as_bytes()),
             control,
             config,
         })

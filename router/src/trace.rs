@@ -30,6 +30,9 @@ impl Injector for Inject<'_> {
 
 /// Makes `span` a child of the incoming trace context, if any.
 pub fn adopt_parent(span: &tracing::Span, incoming: &HeaderMap) {
+    if !incoming.contains_key("traceparent") {
+        return;
+    }
     let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&Extract(incoming)));
     let _ = span.set_parent(parent);
 }
@@ -49,11 +52,10 @@ pub fn propagate(span: &tracing::Span, incoming: Option<&HeaderValue>, out: &mut
     }
 }
 
-fn random_hex(bytes: usize) -> String {
-    let mut rng = rand::thread_rng();
-    (0..bytes)
-        .map(|_| format!("{:02x}", rng.gen::<u8>()))
-        .collect()
+fn random_hex<const N: usize>() -> String {
+    let mut bytes = [0u8; N];
+    rand::thread_rng().fill(&mut bytes[..]);
+    hex::encode(bytes)
 }
 
 /// `00-<trace>-<span>-<flags>`, keeping a valid incoming trace id and flags.
@@ -70,8 +72,8 @@ pub fn fallback_traceparent(incoming: Option<&str>) -> String {
             && hex(parts[3], 2))
         .then(|| (parts[1].to_ascii_lowercase(), parts[3].to_ascii_lowercase()))
     });
-    let (trace, flags) = parsed.unwrap_or_else(|| (random_hex(16), "01".to_string()));
-    format!("00-{trace}-{}-{flags}", random_hex(8))
+    let (trace, flags) = parsed.unwrap_or_else(|| (random_hex::<16>(), "01".to_string()));
+    format!("00-{trace}-{}-{flags}", random_hex::<8>())
 }
 
 #[cfg(test)]
