@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 /// Part C's 401 message, identical for every credential failure.
-pub const UNAUTHORIZED_MESSAGE: &str = "Missing or invalid API key. Expected: Bearer <id>.<secret>.";
+pub const UNAUTHORIZED_MESSAGE: &str =
+    "Missing or invalid API key. Expected: Bearer <id>.<secret>.";
 /// Part C's 500 message.
 pub const INTERNAL_MESSAGE: &str = "Something went wrong.";
 
@@ -77,7 +78,11 @@ pub struct Envelope {
 
 impl ErrorBody {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), records: None }
+        Self {
+            code,
+            message: message.into(),
+            records: None,
+        }
     }
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::BadRequest, message)
@@ -107,8 +112,12 @@ impl ErrorBody {
 
     /// The JSON envelope as bytes.
     pub fn to_json(&self) -> Vec<u8> {
-        serde_json::to_vec(&Envelope { error: self.clone() })
-            .unwrap_or_else(|_| br#"{"error":{"code":"internal","message":"Something went wrong."}}"#.to_vec())
+        serde_json::to_vec(&Envelope {
+            error: self.clone(),
+        })
+        .unwrap_or_else(|_| {
+            br#"{"error":{"code":"internal","message":"Something went wrong."}}"#.to_vec()
+        })
     }
 }
 
@@ -118,8 +127,12 @@ mod tests {
 
     #[test]
     fn envelope_shape() {
-        let v: serde_json::Value = serde_json::from_slice(&ErrorBody::not_found().to_json()).unwrap();
-        assert_eq!(v, serde_json::json!({"error":{"code":"not_found","message":"Not found."}}));
+        let v: serde_json::Value =
+            serde_json::from_slice(&ErrorBody::not_found().to_json()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"error":{"code":"not_found","message":"Not found."}})
+        );
     }
 
     #[test]

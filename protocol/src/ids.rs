@@ -155,7 +155,11 @@ mod tests {
         let tags: Vec<String> = (0..10_000).map(tag_for_counter).collect();
         let unique: HashSet<&String> = tags.iter().collect();
         assert_eq!(unique.len(), tags.len());
-        assert_ne!(tags[0][..2], tags[1][..2], "consecutive tags should not share a prefix");
+        assert_ne!(
+            tags[0][..2],
+            tags[1][..2],
+            "consecutive tags should not share a prefix"
+        );
     }
 
     proptest! {

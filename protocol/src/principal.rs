@@ -74,7 +74,11 @@ impl Principal {
         let principal = URL_SAFE_NO_PAD.encode(json);
         let timestamp = now_unix.to_string();
         let signature = hex::encode(mac(secret, &timestamp, &principal).finalize().into_bytes());
-        SignedHeaders { principal, timestamp, signature }
+        SignedHeaders {
+            principal,
+            timestamp,
+            signature,
+        }
     }
 
     pub fn verify(
@@ -96,7 +100,9 @@ impl Principal {
         if (now_unix - ts).abs() > MAX_SKEW_SECS {
             return Err(VerifyError::Expired);
         }
-        let json = URL_SAFE_NO_PAD.decode(principal).map_err(|_| VerifyError::Malformed)?;
+        let json = URL_SAFE_NO_PAD
+            .decode(principal)
+            .map_err(|_| VerifyError::Malformed)?;
         serde_json::from_slice(&json).map_err(|_| VerifyError::Malformed)
     }
 }
@@ -122,7 +128,14 @@ mod tests {
     #[test]
     fn round_trip() {
         let h = sample().sign(b"s3cret", 1000);
-        let p = Principal::verify(b"s3cret", Some(&h.principal), Some(&h.timestamp), Some(&h.signature), 1010).unwrap();
+        let p = Principal::verify(
+            b"s3cret",
+            Some(&h.principal),
+            Some(&h.timestamp),
+            Some(&h.signature),
+            1010,
+        )
+        .unwrap();
         assert_eq!(p, sample());
     }
 
@@ -130,15 +143,33 @@ mod tests {
     fn wrong_secret_or_tamper_refused() {
         let h = sample().sign(b"s3cret", 1000);
         assert_eq!(
-            Principal::verify(b"other", Some(&h.principal), Some(&h.timestamp), Some(&h.signature), 1000),
+            Principal::verify(
+                b"other",
+                Some(&h.principal),
+                Some(&h.timestamp),
+                Some(&h.signature),
+                1000
+            ),
             Err(VerifyError::BadSignature)
         );
         assert_eq!(
-            Principal::verify(b"s3cret", Some(&h.principal), Some("1001"), Some(&h.signature), 1000),
+            Principal::verify(
+                b"s3cret",
+                Some(&h.principal),
+                Some("1001"),
+                Some(&h.signature),
+                1000
+            ),
             Err(VerifyError::BadSignature)
         );
         assert_eq!(
-            Principal::verify(b"s3cret", None, Some(&h.timestamp), Some(&h.signature), 1000),
+            Principal::verify(
+                b"s3cret",
+                None,
+                Some(&h.timestamp),
+                Some(&h.signature),
+                1000
+            ),
             Err(VerifyError::Missing)
         );
     }
@@ -147,7 +178,13 @@ mod tests {
     fn stale_timestamp_refused() {
         let h = sample().sign(b"s3cret", 1000);
         assert_eq!(
-            Principal::verify(b"s3cret", Some(&h.principal), Some(&h.timestamp), Some(&h.signature), 1000 + MAX_SKEW_SECS + 1),
+            Principal::verify(
+                b"s3cret",
+                Some(&h.principal),
+                Some(&h.timestamp),
+                Some(&h.signature),
+                1000 + MAX_SKEW_SECS + 1
+            ),
             Err(VerifyError::Expired)
         );
     }

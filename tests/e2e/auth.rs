@@ -37,7 +37,10 @@ async fn every_bad_credential_gets_the_same_401() {
         let r = api.get("/api/meta/whoami").await;
         let msg = r.expect_error(401, "unauthorized");
         assert_eq!(msg, UNAUTHORIZED_MESSAGE, "token {token:?}");
-        assert!(r.header("x-ratelimit-limit").is_none(), "no budget headers on a bad key");
+        assert!(
+            r.header("x-ratelimit-limit").is_none(),
+            "no budget headers on a bad key"
+        );
     }
     // Non-bearer schemes are refused the same way.
     let r = person
@@ -67,7 +70,11 @@ async fn whoami_reports_the_key_and_its_user() {
     assert!(body.get("roles").is_none() && body.get("memberships").is_none());
     // last_used_at is stamped: the second call sees the first.
     let again = person.api.get("/api/meta/whoami").await;
-    assert!(again.expect_ok()["key"]["last_used_at"].is_string(), "{}", again.body);
+    assert!(
+        again.expect_ok()["key"]["last_used_at"].is_string(),
+        "{}",
+        again.body
+    );
 }
 
 #[tokio::test]
@@ -77,7 +84,9 @@ async fn a_wrong_secret_for_a_known_key_never_succeeds_even_after_a_right_one() 
     let token = person.api.token.clone().unwrap();
     let (key_id, _) = token.split_once('.').unwrap();
     for i in 0..20 {
-        let r = Api::with_token(&format!("{key_id}.wrong{i}")).get("/api/meta/whoami").await;
+        let r = Api::with_token(&format!("{key_id}.wrong{i}"))
+            .get("/api/meta/whoami")
+            .await;
         r.expect_error(401, "unauthorized");
     }
     person.api.get("/api/meta/whoami").await.expect_ok();

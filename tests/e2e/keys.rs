@@ -10,21 +10,50 @@ use serde_json::json;
 async fn a_revoked_key_is_refused_on_the_very_next_request() {
     let person = Person::new().await;
     person.api.get("/api/meta/whoami").await.expect_ok();
-    cluster().control_plane.revoke_key(&person.key_id).await.expect("revoke");
-    person.api.get("/api/meta/whoami").await.expect_error(401, "unauthorized");
-    person.api.get("/api/databases").await.expect_error(401, "unauthorized");
+    cluster()
+        .control_plane
+        .revoke_key(&person.key_id)
+        .await
+        .expect("revoke");
+    person
+        .api
+        .get("/api/meta/whoami")
+        .await
+        .expect_error(401, "unauthorized");
+    person
+        .api
+        .get("/api/databases")
+        .await
+        .expect_error(401, "unauthorized");
 }
 
 #[tokio::test]
 async fn a_suspended_account_gets_401_until_unsuspended() {
     let person = Person::new().await;
-    let (_, second) = person.another_key(Access::ReadOnly, DatabaseScope::All).await;
+    let (_, second) = person
+        .another_key(Access::ReadOnly, DatabaseScope::All)
+        .await;
     person.api.get("/api/databases").await.expect_ok();
     second.get("/api/databases").await.expect_ok();
-    cluster().control_plane.suspend_user(&person.user_id, true).await.expect("suspend");
-    person.api.get("/api/databases").await.expect_error(401, "unauthorized");
-    second.get("/api/meta/whoami").await.expect_error(401, "unauthorized");
-    cluster().control_plane.suspend_user(&person.user_id, false).await.expect("unsuspend");
+    cluster()
+        .control_plane
+        .suspend_user(&person.user_id, true)
+        .await
+        .expect("suspend");
+    person
+        .api
+        .get("/api/databases")
+        .await
+        .expect_error(401, "unauthorized");
+    second
+        .get("/api/meta/whoami")
+        .await
+        .expect_error(401, "unauthorized");
+    cluster()
+        .control_plane
+        .suspend_user(&person.user_id, false)
+        .await
+        .expect("unsuspend");
     person.api.get("/api/databases").await.expect_ok();
     second.get("/api/meta/whoami").await.expect_ok();
 }
@@ -35,25 +64,48 @@ async fn a_read_only_key_refuses_every_write_whatever_the_role() {
     let db = owner.api.create_database(&unique("ro")).await;
     let db_id = db["id"].as_str().unwrap();
     let table = owner.api.create_table(db_id, "Tasks").await;
-    let (_, ro) = owner.another_key(Access::ReadOnly, DatabaseScope::All).await;
+    let (_, ro) = owner
+        .another_key(Access::ReadOnly, DatabaseScope::All)
+        .await;
 
     let who = ro.get("/api/meta/whoami").await;
     assert_eq!(who.expect_ok()["key"]["access"], "read_only");
-    ro.get(&format!("/api/databases/{db_id}/tables")).await.expect_ok();
-    ro.get(&format!("/api/tables/{}", table["id"].as_str().unwrap())).await.expect_ok();
+    ro.get(&format!("/api/databases/{db_id}/tables"))
+        .await
+        .expect_ok();
+    ro.get(&format!("/api/tables/{}", table["id"].as_str().unwrap()))
+        .await
+        .expect_ok();
 
     let writes = [
         ro.post("/api/databases", json!({"name": "x"})).await,
-        ro.post(&format!("/api/databases/{db_id}/tables"), json!({"name": "x"})).await,
-        ro.patch(&format!("/api/databases/{db_id}"), json!({"name": "x"})).await,
-        ro.patch(&format!("/api/tables/{}", table["id"].as_str().unwrap()), json!({"name": "x"})).await,
-        ro.delete(&format!("/api/tables/{}", table["id"].as_str().unwrap())).await,
+        ro.post(
+            &format!("/api/databases/{db_id}/tables"),
+            json!({"name": "x"}),
+        )
+        .await,
+        ro.patch(&format!("/api/databases/{db_id}"), json!({"name": "x"}))
+            .await,
+        ro.patch(
+            &format!("/api/tables/{}", table["id"].as_str().unwrap()),
+            json!({"name": "x"}),
+        )
+        .await,
+        ro.delete(&format!("/api/tables/{}", table["id"].as_str().unwrap()))
+            .await,
     ];
     for r in writes {
         assert_eq!(r.expect_error(403, "forbidden"), forbidden::KEY_READ_ONLY);
     }
-    let tables = owner.api.get(&format!("/api/databases/{db_id}/tables")).await;
-    assert_eq!(tables.expect_ok()["tables"].as_array().unwrap().len(), 1, "nothing was written");
+    let tables = owner
+        .api
+        .get(&format!("/api/databases/{db_id}/tables"))
+        .await;
+    assert_eq!(
+        tables.expect_ok()["tables"].as_array().unwrap().len(),
+        1,
+        "nothing was written"
+    );
 }
 
 #[tokio::test]
@@ -63,19 +115,40 @@ async fn a_narrowed_key_sees_only_its_databases_and_cannot_create_one() {
     let b = owner.api.create_database(&unique("b")).await;
     let a_id = a["id"].as_str().unwrap().to_string();
     let b_id = b["id"].as_str().unwrap();
-    let (_, narrow) = owner.another_key(Access::ReadWrite, DatabaseScope::Only(vec![a_id.clone()])).await;
+    let (_, narrow) = owner
+        .another_key(Access::ReadWrite, DatabaseScope::Only(vec![a_id.clone()]))
+        .await;
 
     let who = narrow.get("/api/meta/whoami").await;
     assert_eq!(who.expect_ok()["key"]["databases"], json!([a_id]));
     let list = narrow.get("/api/databases").await;
-    let ids: Vec<&str> =
-        list.expect_ok()["databases"].as_array().unwrap().iter().map(|d| d["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = list.expect_ok()["databases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, vec![a_id.as_str()]);
 
-    narrow.get(&format!("/api/databases/{a_id}/tables")).await.expect_ok();
-    narrow.get(&format!("/api/databases/{b_id}/tables")).await.expect_error(404, "not_found");
-    narrow.post(&format!("/api/databases/{b_id}/tables"), json!({"name":"t"})).await.expect_error(404, "not_found");
-    narrow.post("/api/databases", json!({"name": "new"})).await.expect_error(403, "forbidden");
+    narrow
+        .get(&format!("/api/databases/{a_id}/tables"))
+        .await
+        .expect_ok();
+    narrow
+        .get(&format!("/api/databases/{b_id}/tables"))
+        .await
+        .expect_error(404, "not_found");
+    narrow
+        .post(
+            &format!("/api/databases/{b_id}/tables"),
+            json!({"name":"t"}),
+        )
+        .await
+        .expect_error(404, "not_found");
+    narrow
+        .post("/api/databases", json!({"name": "new"}))
+        .await
+        .expect_error(403, "forbidden");
 }
 
 #[tokio::test]
@@ -84,22 +157,54 @@ async fn key_updates_apply_without_a_new_secret() {
     let db = owner.api.create_database(&unique("upd")).await;
     let db_id = db["id"].as_str().unwrap();
     let cp = &cluster().control_plane;
-    cp.update_key(&owner.key_id, &UpdateKey { access: Some(Access::ReadOnly), databases: None })
-        .await
-        .expect("update");
-    let r = owner.api.post(&format!("/api/databases/{db_id}/tables"), json!({"name": "t"})).await;
+    cp.update_key(
+        &owner.key_id,
+        &UpdateKey {
+            access: Some(Access::ReadOnly),
+            databases: None,
+        },
+    )
+    .await
+    .expect("update");
+    let r = owner
+        .api
+        .post(
+            &format!("/api/databases/{db_id}/tables"),
+            json!({"name": "t"}),
+        )
+        .await;
     assert_eq!(r.expect_error(403, "forbidden"), forbidden::KEY_READ_ONLY);
 
     cp.update_key(
         &owner.key_id,
-        &UpdateKey { access: Some(Access::ReadWrite), databases: Some(DatabaseScope::Only(vec!["db_000000000000".into()])) },
+        &UpdateKey {
+            access: Some(Access::ReadWrite),
+            databases: Some(DatabaseScope::Only(vec!["db_000000000000".into()])),
+        },
     )
     .await
     .expect("update");
-    owner.api.get(&format!("/api/databases/{db_id}/tables")).await.expect_error(404, "not_found");
-
-    cp.update_key(&owner.key_id, &UpdateKey { access: None, databases: Some(DatabaseScope::All) })
+    owner
+        .api
+        .get(&format!("/api/databases/{db_id}/tables"))
         .await
-        .expect("update");
-    owner.api.post(&format!("/api/databases/{db_id}/tables"), json!({"name": "t"})).await.expect_ok();
+        .expect_error(404, "not_found");
+
+    cp.update_key(
+        &owner.key_id,
+        &UpdateKey {
+            access: None,
+            databases: Some(DatabaseScope::All),
+        },
+    )
+    .await
+    .expect("update");
+    owner
+        .api
+        .post(
+            &format!("/api/databases/{db_id}/tables"),
+            json!({"name": "t"}),
+        )
+        .await
+        .expect_ok();
 }

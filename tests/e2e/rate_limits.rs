@@ -17,7 +17,10 @@ async fn burst(api: &Api, path: &str, n: usize) -> Vec<Reply> {
 }
 
 fn remaining(r: &Reply) -> i64 {
-    r.header("x-ratelimit-remaining").expect("remaining header").parse().expect("a number")
+    r.header("x-ratelimit-remaining")
+        .expect("remaining header")
+        .parse()
+        .expect("a number")
 }
 
 #[tokio::test]
@@ -41,20 +44,29 @@ async fn key_budget_headers_on_success_and_error() {
 async fn the_601st_request_in_a_minute_is_429_and_another_key_is_another_budget() {
     let person = Person::new().await;
     let replies = burst(&person.api, "/api/meta/whoami", KEY_BUDGET).await;
-    assert!(replies.iter().all(|r| r.status == 200), "the first 600 pass");
+    assert!(
+        replies.iter().all(|r| r.status == 200),
+        "the first 600 pass"
+    );
     let mut seen: Vec<i64> = replies.iter().map(remaining).collect();
     seen.sort();
     assert_eq!(seen[0], 0, "budget counts down to zero");
 
     let over = person.api.get("/api/meta/whoami").await;
     let msg = over.expect_error(429, "rate_limited");
-    let retry: u64 = over.header("retry-after").expect("Retry-After").parse().expect("whole seconds");
+    let retry: u64 = over
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .expect("whole seconds");
     assert!((1..=60).contains(&retry), "retry-after {retry}");
     assert_eq!(msg, format!("Too many requests. Retry in about {retry}s."));
     assert_eq!(over.header("x-ratelimit-limit"), Some("600"));
     assert_eq!(remaining(&over), 0);
 
-    let (_, second_key) = person.another_key(Access::ReadWrite, DatabaseScope::All).await;
+    let (_, second_key) = person
+        .another_key(Access::ReadWrite, DatabaseScope::All)
+        .await;
     let mut second = second_key.clone();
     second.address = person.api.address.clone();
     let r = second.get("/api/meta/whoami").await;
@@ -88,7 +100,10 @@ async fn anonymous_callers_get_60_a_minute_per_address() {
     over.expect_error(429, "rate_limited");
     let retry: u64 = over.header("retry-after").unwrap().parse().unwrap();
     assert!(retry >= 1);
-    assert!(over.header("x-ratelimit-limit").is_none(), "only the key budget is published");
+    assert!(
+        over.header("x-ratelimit-limit").is_none(),
+        "only the key budget is published"
+    );
 
     // Another address has its own shield.
     let other = Api::anonymous();
@@ -112,7 +127,9 @@ async fn the_last_forwarded_for_entry_is_the_address() {
     assert_eq!(spent, 60);
     let mut hop = api.clone();
     hop.address = format!("203.0.113.9, {mine}");
-    hop.get("/api/health").await.expect_error(429, "rate_limited");
+    hop.get("/api/health")
+        .await
+        .expect_error(429, "rate_limited");
     // A different last entry is a different address.
     let mut other = api.clone();
     other.address = format!("{mine}, {}", fresh_address());
@@ -123,6 +140,11 @@ async fn the_last_forwarded_for_entry_is_the_address() {
 async fn bearer_carrying_callers_get_3000_a_minute_per_address() {
     let api = Api::with_token("key_000000000000.nothing");
     let replies = burst(&api, "/api/meta/whoami", 3000).await;
-    assert!(replies.iter().all(|r| r.status == 401), "unknown key: 401 until the shield trips");
-    api.get("/api/meta/whoami").await.expect_error(429, "rate_limited");
+    assert!(
+        replies.iter().all(|r| r.status == 401),
+        "unknown key: 401 until the shield trips"
+    );
+    api.get("/api/meta/whoami")
+        .await
+        .expect_error(429, "rate_limited");
 }

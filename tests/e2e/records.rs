@@ -15,7 +15,12 @@ pub fn id(v: &Value) -> String {
 
 /// Record ids of a list or write reply, in order.
 pub fn rec_ids(reply: &Value) -> Vec<String> {
-    reply["records"].as_array().expect("records").iter().map(id).collect()
+    reply["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .map(id)
+        .collect()
 }
 
 /// A database with two tables: People (Name, Age) and Tasks with text,
@@ -40,7 +45,12 @@ impl Fx {
     }
     /// GET the task list with a query string; asserts 200.
     pub async fn list(&self, query: &str) -> Value {
-        self.person.api.get(&format!("{}?{query}", self.records())).await.expect_ok().clone()
+        self.person
+            .api
+            .get(&format!("{}?{query}", self.records()))
+            .await
+            .expect_ok()
+            .clone()
     }
     /// Indexes into `r` of the records a filter returns (sorted).
     pub async fn matching(&self, filter: Value) -> Vec<usize> {
@@ -48,7 +58,12 @@ impl Fx {
         let reply = self.list(&format!("filter={q}")).await;
         let mut out: Vec<usize> = rec_ids(&reply)
             .iter()
-            .map(|i| self.r.iter().position(|x| x == i).expect("a fixture record"))
+            .map(|i| {
+                self.r
+                    .iter()
+                    .position(|x| x == i)
+                    .expect("a fixture record")
+            })
             .collect();
         out.sort();
         out
@@ -72,19 +87,31 @@ pub async fn fixture() -> Fx {
     let api = &person.api;
     let db = id(&api.create_database(&unique("rec")).await);
     let people = id(&api.create_table(&db, "People").await);
-    let p_name = id(&api.create_field(&people, json!({"name": "Name", "type": "single_line_text"})).await);
-    api.create_field(&people, json!({"name": "Age", "type": "number"})).await;
+    let p_name = id(&api
+        .create_field(&people, json!({"name": "Name", "type": "single_line_text"}))
+        .await);
+    api.create_field(&people, json!({"name": "Age", "type": "number"}))
+        .await;
     let tasks = id(&api.create_table(&db, "Tasks").await);
     let mut f: HashMap<&'static str, String> = HashMap::new();
     for (name, body) in [
         ("Title", json!({"type": "single_line_text"})),
         ("Points", json!({"type": "number"})),
         ("Due", json!({"type": "date"})),
-        ("Status", json!({"type": "single_select", "options": {"choices": [{"name": "To do"}, {"name": "Doing"}, {"name": "Done"}]}})),
+        (
+            "Status",
+            json!({"type": "single_select", "options": {"choices": [{"name": "To do"}, {"name": "Doing"}, {"name": "Done"}]}}),
+        ),
         ("Done", json!({"type": "checkbox"})),
         ("Note", json!({"type": "long_text"})),
-        ("Owner", json!({"type": "link", "options": {"target_table_id": people}})),
-        ("Code", json!({"type": "single_line_text", "options": {"unique": true}})),
+        (
+            "Owner",
+            json!({"type": "link", "options": {"target_table_id": people}}),
+        ),
+        (
+            "Code",
+            json!({"type": "single_line_text", "options": {"unique": true}}),
+        ),
     ] {
         let mut body = body;
         body["name"] = json!(name);
@@ -99,7 +126,10 @@ pub async fn fixture() -> Fx {
     assert_eq!(lookup["type"], "lookup_text");
     f.insert("Owner Name", id(&lookup));
     let double = api
-        .create_field(&tasks, json!({"name": "Double", "type": "formula", "options": {"expression": "{Points} * 2"}}))
+        .create_field(
+            &tasks,
+            json!({"name": "Double", "type": "formula", "options": {"expression": "{Points} * 2"}}),
+        )
         .await;
     f.insert("Double", id(&double));
     let go = api
@@ -132,13 +162,26 @@ pub async fn fixture() -> Fx {
         .await;
     let r = rec_ids(made.expect_ok());
     assert_eq!(r.len(), 5);
-    Fx { person, db, people, tasks, f, ann, bob, r }
+    Fx {
+        person,
+        db,
+        people,
+        tasks,
+        f,
+        ann,
+        bob,
+        r,
+    }
 }
 
 #[tokio::test]
 async fn writes_read_back_in_every_costume_shape() {
     let fx = fixture().await;
-    let one = fx.person.api.get(&format!("{}/{}", fx.records(), fx.r[0])).await;
+    let one = fx
+        .person
+        .api
+        .get(&format!("{}/{}", fx.records(), fx.r[0]))
+        .await;
     let body = one.expect_ok();
     let rec = &body["record"];
     let cells = &rec["fields"];
@@ -153,9 +196,20 @@ async fn writes_read_back_in_every_costume_shape() {
     assert_eq!(cells["Go"], Value::Null);
     assert_eq!(body["field_ids"]["Title"], json!(fx.f["Title"]));
     // Unset cells: null; an unset link is []; an unset checkbox reads false.
-    let ship = fx.person.api.get(&format!("{}/{}", fx.records(), fx.r[2])).await;
+    let ship = fx
+        .person
+        .api
+        .get(&format!("{}/{}", fx.records(), fx.r[2]))
+        .await;
     let ship = &ship.expect_ok()["record"]["fields"];
-    assert_eq!((ship["Points"].clone(), ship["Owner"].clone(), ship["Done"].clone()), (Value::Null, json!([]), json!(false)));
+    assert_eq!(
+        (
+            ship["Points"].clone(),
+            ship["Owner"].clone(),
+            ship["Done"].clone()
+        ),
+        (Value::Null, json!([]), json!(false))
+    );
 
     // Refusals, each a 400 naming the field, nothing written.
     let path = fx.records();
@@ -169,7 +223,11 @@ async fn writes_read_back_in_every_costume_shape() {
         (json!({"Owner": ["rec_nosuchrecord"]}), "Owner"),
         (json!({"Nope": 1}), "Nope"),
     ] {
-        let r = fx.person.api.post(&path, json!({"records": [{"fields": cells}]})).await;
+        let r = fx
+            .person
+            .api
+            .post(&path, json!({"records": [{"fields": cells}]}))
+            .await;
         let msg = r.expect_error(400, "bad_request");
         assert!(msg.contains(needle), "{msg}");
     }
@@ -177,7 +235,10 @@ async fn writes_read_back_in_every_costume_shape() {
     let r = fx
         .person
         .api
-        .post(&path, json!({"records": [{"fields": {"Points": 1, fx.f["Points"].clone(): 2}}]}))
+        .post(
+            &path,
+            json!({"records": [{"fields": {"Points": 1, fx.f["Points"].clone(): 2}}]}),
+        )
         .await;
     r.expect_error(400, "bad_request");
     // A bad third row writes nothing.
@@ -194,17 +255,38 @@ async fn writes_read_back_in_every_costume_shape() {
     assert_eq!(rec_ids(&fx.list("page_size=1000").await).len(), before);
     // Over 100 records.
     let many: Vec<Value> = (0..101).map(|_| json!({"fields": {}})).collect();
-    fx.person.api.post(&path, json!({"records": many})).await.expect_error(400, "bad_request");
+    fx.person
+        .api
+        .post(&path, json!({"records": many}))
+        .await
+        .expect_error(400, "bad_request");
     // Unique: 400 naming the field by name.
-    let r = fx.person.api.post(&path, json!({"records": [{"fields": {"Code": "A1"}}]})).await;
+    let r = fx
+        .person
+        .api
+        .post(&path, json!({"records": [{"fields": {"Code": "A1"}}]}))
+        .await;
     let msg = r.expect_error(400, "bad_request");
     assert!(msg.contains("'Code'"), "{msg}");
     assert_eq!(rec_ids(&fx.list("page_size=1000").await).len(), before);
     // Reply options on writes: key_by=id with the full companion map.
-    let r = fx.person.api.post(&format!("{path}?key_by=id&cell_format=ids"), json!({"records": [{"fields": {"Status": "Done"}}]})).await;
+    let r = fx
+        .person
+        .api
+        .post(
+            &format!("{path}?key_by=id&cell_format=ids"),
+            json!({"records": [{"fields": {"Status": "Done"}}]}),
+        )
+        .await;
     let body = r.expect_ok();
     let status_id = fx.f["Status"].clone();
-    assert!(body["records"][0]["fields"][&status_id].as_str().unwrap().len() == 8);
+    assert!(
+        body["records"][0]["fields"][&status_id]
+            .as_str()
+            .unwrap()
+            .len()
+            == 8
+    );
     assert_eq!(body["field_names"].as_object().unwrap().len(), fx.f.len());
 }
 
@@ -237,22 +319,42 @@ async fn read_parameters_and_their_400s() {
     assert!(all.get("bookmark").is_none());
     assert_eq!(all["field_ids"].as_object().unwrap().len(), fx.f.len());
     // key_by=id + cell_format=ids.
-    let r = fx.list("key_by=id&cell_format=ids&fields=Status,Title").await;
+    let r = fx
+        .list("key_by=id&cell_format=ids&fields=Status,Title")
+        .await;
     let status = fx.f["Status"].clone();
     assert_eq!(r["field_names"].as_object().unwrap().len(), 2);
-    let rec = r["records"].as_array().unwrap().iter().find(|x| id(x) == fx.r[0]).unwrap();
+    let rec = r["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| id(x) == fx.r[0])
+        .unwrap();
     assert_ne!(rec["fields"][&status], "Doing");
     assert_eq!(rec["fields"].as_object().unwrap().len(), 2);
     // flat: cells on the record, internal keys win.
     let r = fx.list("flat=true&fields=Title").await;
-    let rec = r["records"].as_array().unwrap().iter().find(|x| id(x) == fx.r[0]).unwrap();
+    let rec = r["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| id(x) == fx.r[0])
+        .unwrap();
     assert_eq!(rec["Title"], "Write spec");
     assert!(rec.get("fields").is_none() && rec.get("created_at").is_some());
     // link_display_cap on GET; the POST route ignores it.
     let r = fx.list("fields=Owner&link_display_cap=1").await;
-    let rec = r["records"].as_array().unwrap().iter().find(|x| id(x) == fx.r[3]).unwrap();
+    let rec = r["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| id(x) == fx.r[3])
+        .unwrap();
     assert_eq!(rec["fields"]["Owner"][0]["display"], "Ann");
-    assert_eq!(rec["fields"]["Owner"][1], json!({"id": fx.bob, "display": null}));
+    assert_eq!(
+        rec["fields"]["Owner"][1],
+        json!({"id": fx.bob, "display": null})
+    );
     // search: case-insensitive over text columns, % escaped.
     let r = fx.list("search=SPEC").await;
     assert_eq!(rec_ids(&r), vec![fx.r[0].clone()]);
@@ -271,8 +373,16 @@ async fn read_parameters_and_their_400s() {
         .post(&path, json!({"filter": "{\"conditions\":[{\"field\":\"Title\",\"op\":\"is\",\"value\":\"Ship\"}]}"}))
         .await;
     assert_eq!(rec_ids(r.expect_ok()), vec![fx.r[2].clone()]);
-    fx.person.api.post(&path, json!({"page_size": 0})).await.expect_error(400, "bad_request");
-    fx.person.api.post(&path, json!({"flat": "maybe"})).await.expect_error(400, "bad_request");
+    fx.person
+        .api
+        .post(&path, json!({"page_size": 0}))
+        .await
+        .expect_error(400, "bad_request");
+    fx.person
+        .api
+        .post(&path, json!({"flat": "maybe"}))
+        .await
+        .expect_error(400, "bad_request");
 }
 
 #[tokio::test]
@@ -280,34 +390,103 @@ async fn filters_per_storage_kind() {
     let fx = fixture().await;
     let c = |field: &str, op: &str, value: Value| json!({"conditions": [{"field": field, "op": op, "value": value}]});
     // Text: contains escapes % and _; is_not and empty cover empty cells.
-    assert_eq!(fx.matching(c("Note", "contains", json!("50%"))).await, vec![0]);
-    assert_eq!(fx.matching(c("Title", "contains", json!("_"))).await, vec![4]);
-    assert_eq!(fx.matching(c("Title", "contains", json!("SHIP"))).await, vec![2]);
-    assert_eq!(fx.matching(c("Title", "is_not", json!("Review"))).await, vec![0, 2, 3, 4]);
-    assert_eq!(fx.matching(json!({"conditions": [{"field": "Title", "op": "empty"}]})).await, vec![3]);
-    assert_eq!(fx.matching(c("Note", "not_contains", json!("done"))).await, vec![1, 2, 3, 4]);
+    assert_eq!(
+        fx.matching(c("Note", "contains", json!("50%"))).await,
+        vec![0]
+    );
+    assert_eq!(
+        fx.matching(c("Title", "contains", json!("_"))).await,
+        vec![4]
+    );
+    assert_eq!(
+        fx.matching(c("Title", "contains", json!("SHIP"))).await,
+        vec![2]
+    );
+    assert_eq!(
+        fx.matching(c("Title", "is_not", json!("Review"))).await,
+        vec![0, 2, 3, 4]
+    );
+    assert_eq!(
+        fx.matching(json!({"conditions": [{"field": "Title", "op": "empty"}]}))
+            .await,
+        vec![3]
+    );
+    assert_eq!(
+        fx.matching(c("Note", "not_contains", json!("done"))).await,
+        vec![1, 2, 3, 4]
+    );
     // Number.
-    assert_eq!(fx.matching(c("Points", "greater", json!(3))).await, vec![0, 3]);
-    assert_eq!(fx.matching(c("Points", "less_or_equal", json!(3))).await, vec![1, 4]);
-    assert_eq!(fx.matching(json!({"conditions": [{"field": "Points", "op": "empty"}]})).await, vec![2]);
+    assert_eq!(
+        fx.matching(c("Points", "greater", json!(3))).await,
+        vec![0, 3]
+    );
+    assert_eq!(
+        fx.matching(c("Points", "less_or_equal", json!(3))).await,
+        vec![1, 4]
+    );
+    assert_eq!(
+        fx.matching(json!({"conditions": [{"field": "Points", "op": "empty"}]}))
+            .await,
+        vec![2]
+    );
     // Date.
-    assert_eq!(fx.matching(c("Due", "before", json!("2026-01-15"))).await, vec![0, 4]);
-    assert_eq!(fx.matching(c("Due", "on_or_after", json!("2026-02-01"))).await, vec![1, 3]);
+    assert_eq!(
+        fx.matching(c("Due", "before", json!("2026-01-15"))).await,
+        vec![0, 4]
+    );
+    assert_eq!(
+        fx.matching(c("Due", "on_or_after", json!("2026-02-01")))
+            .await,
+        vec![1, 3]
+    );
     // Checkbox: false matches never-set cells.
-    assert_eq!(fx.matching(c("Done", "is", json!(false))).await, vec![1, 2, 3, 4]);
+    assert_eq!(
+        fx.matching(c("Done", "is", json!(false))).await,
+        vec![1, 2, 3, 4]
+    );
     assert_eq!(fx.matching(c("Done", "is", json!(true))).await, vec![0]);
     // Single select by name; an unknown name is the sentinel.
-    assert_eq!(fx.matching(c("Status", "is", json!("To do"))).await, vec![1, 4]);
-    assert_eq!(fx.matching(c("Status", "any_of", json!(["Doing", "Done"]))).await, vec![0, 3]);
-    assert_eq!(fx.matching(c("Status", "is", json!("Gone"))).await, Vec::<usize>::new());
-    assert_eq!(fx.matching(c("Status", "is_not", json!("Gone"))).await, vec![0, 1, 2, 3, 4]);
+    assert_eq!(
+        fx.matching(c("Status", "is", json!("To do"))).await,
+        vec![1, 4]
+    );
+    assert_eq!(
+        fx.matching(c("Status", "any_of", json!(["Doing", "Done"])))
+            .await,
+        vec![0, 3]
+    );
+    assert_eq!(
+        fx.matching(c("Status", "is", json!("Gone"))).await,
+        Vec::<usize>::new()
+    );
+    assert_eq!(
+        fx.matching(c("Status", "is_not", json!("Gone"))).await,
+        vec![0, 1, 2, 3, 4]
+    );
     // Link and lookup.
-    assert_eq!(fx.matching(c("Owner", "has_any", json!([fx.bob]))).await, vec![1, 3]);
-    assert_eq!(fx.matching(c("Owner", "is_exactly", json!([fx.bob, fx.ann]))).await, vec![3]);
-    assert_eq!(fx.matching(json!({"conditions": [{"field": "Owner", "op": "empty"}]})).await, vec![2, 4]);
-    assert_eq!(fx.matching(c("Owner Name", "contains", json!("ann"))).await, vec![0, 3]);
+    assert_eq!(
+        fx.matching(c("Owner", "has_any", json!([fx.bob]))).await,
+        vec![1, 3]
+    );
+    assert_eq!(
+        fx.matching(c("Owner", "is_exactly", json!([fx.bob, fx.ann])))
+            .await,
+        vec![3]
+    );
+    assert_eq!(
+        fx.matching(json!({"conditions": [{"field": "Owner", "op": "empty"}]}))
+            .await,
+        vec![2, 4]
+    );
+    assert_eq!(
+        fx.matching(c("Owner Name", "contains", json!("ann"))).await,
+        vec![0, 3]
+    );
     // Formula (number) and field ids.
-    assert_eq!(fx.matching(c(&fx.f["Double"], "greater", json!(9))).await, vec![0, 3]);
+    assert_eq!(
+        fx.matching(c(&fx.f["Double"], "greater", json!(9))).await,
+        vec![0, 3]
+    );
     // Groups: or with a nested and.
     let g = json!({"join": "or", "conditions": [
         {"field": "Points", "op": "less", "value": 2},
@@ -325,15 +504,32 @@ async fn filters_per_storage_kind() {
         c("Due", "is", json!({"relative": "today", "offset": 400})),
     ] {
         let q = urlencode(&bad.to_string());
-        let r = fx.person.api.get(&format!("{}?filter={q}", fx.records())).await;
+        let r = fx
+            .person
+            .api
+            .get(&format!("{}?filter={q}", fx.records()))
+            .await;
         r.expect_error(400, "bad_request");
     }
     // 201 nodes is refused.
-    let many: Vec<Value> = (0..200).map(|i| json!({"field": "Points", "op": "is", "value": i})).collect();
+    let many: Vec<Value> = (0..200)
+        .map(|i| json!({"field": "Points", "op": "is", "value": i}))
+        .collect();
     let path = format!("{}/list", fx.records());
-    let r = fx.person.api.post(&path, json!({"filter": {"join": "or", "conditions": many[..199]}})).await;
+    let r = fx
+        .person
+        .api
+        .post(
+            &path,
+            json!({"filter": {"join": "or", "conditions": many[..199]}}),
+        )
+        .await;
     assert_eq!(rec_ids(r.expect_ok()).len(), 4, "200 nodes are allowed");
-    let r = fx.person.api.post(&path, json!({"filter": {"join": "or", "conditions": many}})).await;
+    let r = fx
+        .person
+        .api
+        .post(&path, json!({"filter": {"join": "or", "conditions": many}}))
+        .await;
     r.expect_error(400, "bad_request");
 }
 
@@ -341,11 +537,25 @@ async fn filters_per_storage_kind() {
 async fn sorting_with_empties_and_the_bookmark_walk() {
     let fx = fixture().await;
     let order = |reply: &Value| -> Vec<usize> {
-        rec_ids(reply).iter().map(|i| fx.r.iter().position(|x| x == i).unwrap()).collect()
+        rec_ids(reply)
+            .iter()
+            .map(|i| fx.r.iter().position(|x| x == i).unwrap())
+            .collect()
     };
-    assert_eq!(order(&fx.list("sort=Points").await), vec![4, 1, 0, 3, 2], "empty last ascending");
-    assert_eq!(order(&fx.list("sort=-Points").await), vec![2, 3, 0, 1, 4], "empty first descending");
-    assert_eq!(order(&fx.list("sort=Points:DESC").await), vec![2, 3, 0, 1, 4]);
+    assert_eq!(
+        order(&fx.list("sort=Points").await),
+        vec![4, 1, 0, 3, 2],
+        "empty last ascending"
+    );
+    assert_eq!(
+        order(&fx.list("sort=-Points").await),
+        vec![2, 3, 0, 1, 4],
+        "empty first descending"
+    );
+    assert_eq!(
+        order(&fx.list("sort=Points:DESC").await),
+        vec![2, 3, 0, 1, 4]
+    );
     assert_eq!(order(&fx.list("sort=Due").await), vec![4, 0, 1, 3, 2]);
     // The empty string is a value (first ascending), not a blank.
     assert_eq!(order(&fx.list("sort=Title").await)[0], 3);
@@ -356,12 +566,19 @@ async fn sorting_with_empties_and_the_bookmark_walk() {
     // Walk 45 records of another table in pages of 4 under a sort with ties and empties.
     let api = &fx.person.api;
     let t = id(&api.create_table(&fx.db, "Many").await);
-    api.create_field(&t, json!({"name": "N", "type": "number"})).await;
-    api.create_field(&t, json!({"name": "Label", "type": "single_line_text"})).await;
+    api.create_field(&t, json!({"name": "N", "type": "number"}))
+        .await;
+    api.create_field(&t, json!({"name": "Label", "type": "single_line_text"}))
+        .await;
     let recs: Vec<Value> = (0..45)
         .map(|i| json!({"fields": {"N": if i % 5 == 0 { Value::Null } else { json!(i % 7) }, "Label": format!("L{}", i % 3)}}))
         .collect();
-    let made = api.post(&format!("/api/tables/{t}/records"), json!({"records": recs})).await;
+    let made = api
+        .post(
+            &format!("/api/tables/{t}/records"),
+            json!({"records": recs}),
+        )
+        .await;
     let all: HashSet<String> = rec_ids(made.expect_ok()).into_iter().collect();
     for sort in ["-N", "Label,N", ""] {
         let mut seen: Vec<String> = Vec::new();
@@ -382,15 +599,27 @@ async fn sorting_with_empties_and_the_bookmark_walk() {
             assert!(seen.len() <= 45);
         }
         assert_eq!(seen.len(), 45, "sort {sort}");
-        assert_eq!(seen.iter().cloned().collect::<HashSet<_>>(), all, "sort {sort}: every record exactly once");
+        assert_eq!(
+            seen.iter().cloned().collect::<HashSet<_>>(),
+            all,
+            "sort {sort}: every record exactly once"
+        );
     }
     // A bookmark continued under a different number of sort terms is 400.
-    let page = api.get(&format!("/api/tables/{t}/records?page_size=4&sort=-N")).await;
+    let page = api
+        .get(&format!("/api/tables/{t}/records?page_size=4&sort=-N"))
+        .await;
     let b = urlencode(page.expect_ok()["bookmark"].as_str().unwrap());
-    let r = api.get(&format!("/api/tables/{t}/records?page_size=4&sort=Label,N&bookmark={b}")).await;
+    let r = api
+        .get(&format!(
+            "/api/tables/{t}/records?page_size=4&sort=Label,N&bookmark={b}"
+        ))
+        .await;
     r.expect_error(400, "bad_request");
     // A full last page has no bookmark (fetch one more than the page).
-    let page = api.get(&format!("/api/tables/{t}/records?page_size=45")).await;
+    let page = api
+        .get(&format!("/api/tables/{t}/records?page_size=45"))
+        .await;
     assert!(page.expect_ok().get("bookmark").is_none());
 }
 
@@ -400,13 +629,19 @@ async fn patch_rules_and_the_409_with_records() {
     let api = &fx.person.api;
     let path = fx.records();
     let cur = api.get(&format!("{path}/{}", fx.r[1])).await;
-    let stamp = cur.expect_ok()["record"]["updated_at"].as_str().unwrap().to_owned();
+    let stamp = cur.expect_ok()["record"]["updated_at"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let r = api
         .patch(&path, json!({"records": [{"id": fx.r[1], "fields": {"Points": 4, "Status": "Done"}, "if_updated_at": stamp}]}))
         .await;
     let body = r.expect_ok();
     assert_eq!(body["records"][0]["fields"]["Points"], 4);
-    assert_eq!(body["records"][0]["fields"]["Title"], "Review", "untouched cells stay");
+    assert_eq!(
+        body["records"][0]["fields"]["Title"], "Review",
+        "untouched cells stay"
+    );
     // Stale if_updated_at: 409 with the stale record as it is now; nothing changes.
     let r = api
         .patch(
@@ -418,25 +653,46 @@ async fn patch_rules_and_the_409_with_records() {
         )
         .await;
     r.expect_error(409, "conflict");
-    let stale = r.body["error"]["records"].as_array().expect("records in the 409");
+    let stale = r.body["error"]["records"]
+        .as_array()
+        .expect("records in the 409");
     assert_eq!(stale.len(), 1);
     assert_eq!(id(&stale[0]), fx.r[1]);
     assert_eq!(stale[0]["fields"]["Points"], 4);
     let now = api.get(&format!("{path}/{}", fx.r[0])).await;
     assert_eq!(now.expect_ok()["record"]["fields"]["Points"], 5);
     // Same id twice: 400. Unknown record: 404. Trashed record: 400.
-    let r = api.patch(&path, json!({"records": [{"id": fx.r[0]}, {"id": fx.r[0]}]})).await;
+    let r = api
+        .patch(
+            &path,
+            json!({"records": [{"id": fx.r[0]}, {"id": fx.r[0]}]}),
+        )
+        .await;
     r.expect_error(400, "bad_request");
     let r = api.patch(&path, json!({"records": [{"id": fx.r[0], "fields": {"Points": 1}}, {"id": "rec_000000000000"}]})).await;
     r.expect_error(404, "not_found");
-    api.delete_with(&path, json!({"records": [fx.r[2]]})).await.expect_ok();
+    api.delete_with(&path, json!({"records": [fx.r[2]]}))
+        .await
+        .expect_ok();
     let r = api.patch(&path, json!({"records": [{"id": fx.r[0], "fields": {"Points": 1}}, {"id": fx.r[2], "fields": {"Points": 1}}]})).await;
     r.expect_error(400, "bad_request");
     let now = api.get(&format!("{path}/{}", fx.r[0])).await;
-    assert_eq!(now.expect_ok()["record"]["fields"]["Points"], 5, "nothing in the batch changed");
+    assert_eq!(
+        now.expect_ok()["record"]["fields"]["Points"],
+        5,
+        "nothing in the batch changed"
+    );
     // Link writes replace the list and show at the other end.
-    let r = api.patch(&path, json!({"records": [{"id": fx.r[0], "fields": {"Owner": [fx.bob]}}]})).await;
-    assert_eq!(r.expect_ok()["records"][0]["fields"]["Owner Name"], json!(["Bob"]));
+    let r = api
+        .patch(
+            &path,
+            json!({"records": [{"id": fx.r[0], "fields": {"Owner": [fx.bob]}}]}),
+        )
+        .await;
+    assert_eq!(
+        r.expect_ok()["records"][0]["fields"]["Owner Name"],
+        json!(["Bob"])
+    );
 }
 
 #[tokio::test]
@@ -444,10 +700,21 @@ async fn upsert_matches_creates_and_refuses() {
     let fx = fixture().await;
     let api = &fx.person.api;
     let t = id(&api.create_table(&fx.db, "Contacts").await);
-    let email = id(&api.create_field(&t, json!({"name": "Email", "type": "email"})).await);
-    api.create_field(&t, json!({"name": "Name", "type": "single_line_text"})).await;
-    api.create_field(&t, json!({"name": "Tags", "type": "multi_select", "options": {"choices": [{"name": "vip"}]}})).await;
-    api.create_field(&t, json!({"name": "Sum", "type": "formula", "options": {"expression": "1 + 1"}})).await;
+    let email = id(&api
+        .create_field(&t, json!({"name": "Email", "type": "email"}))
+        .await);
+    api.create_field(&t, json!({"name": "Name", "type": "single_line_text"}))
+        .await;
+    api.create_field(
+        &t,
+        json!({"name": "Tags", "type": "multi_select", "options": {"choices": [{"name": "vip"}]}}),
+    )
+    .await;
+    api.create_field(
+        &t,
+        json!({"name": "Sum", "type": "formula", "options": {"expression": "1 + 1"}}),
+    )
+    .await;
     let path = format!("/api/tables/{t}/records");
     let count = |reply: &Value| rec_ids(reply).len();
 
@@ -472,7 +739,10 @@ async fn upsert_matches_creates_and_refuses() {
     assert_eq!(body["records"][0]["created"], true);
     assert_eq!(body["records"][1]["created"], false);
     assert_eq!(id(&body["records"][1]), a);
-    assert_eq!(body["records"][1]["Name"], "A2", "flat: cells on the record");
+    assert_eq!(
+        body["records"][1]["Name"], "A2",
+        "flat: cells on the record"
+    );
     assert_eq!(body["updated_records"], json!([a]));
     assert_eq!(body["created_records"], json!([id(&body["records"][0])]));
     let listed = api.get(&path).await;
@@ -480,20 +750,43 @@ async fn upsert_matches_creates_and_refuses() {
 
     // Refusals; nothing written.
     for (payload, needle) in [
-        (json!({"merge_on": [], "records": [{"fields": {"Email": "z"}}]}), "merge_on"),
+        (
+            json!({"merge_on": [], "records": [{"fields": {"Email": "z"}}]}),
+            "merge_on",
+        ),
         (json!({"records": [{"fields": {"Email": "z"}}]}), "merge_on"),
-        (json!({"merge_on": ["Tags"], "records": [{"fields": {"Tags": ["vip"]}}]}), "Tags"),
-        (json!({"merge_on": ["Sum"], "records": [{"fields": {"Email": "z"}}]}), "Sum"),
-        (json!({"merge_on": ["Nope"], "records": [{"fields": {"Email": "z"}}]}), "Nope"),
-        (json!({"merge_on": ["Email"], "records": [{"fields": {"Email": "z@x.test"}}, {"fields": {"Name": "no key"}}]}), "records[1]"),
-        (json!({"merge_on": ["Email", "Name"], "records": [{"fields": {"Email": "q@x.test", "Name": "Q"}}, {"fields": {"Name": "Q", "Email": "q@x.test"}}]}), "records[0] and records[1]"),
+        (
+            json!({"merge_on": ["Tags"], "records": [{"fields": {"Tags": ["vip"]}}]}),
+            "Tags",
+        ),
+        (
+            json!({"merge_on": ["Sum"], "records": [{"fields": {"Email": "z"}}]}),
+            "Sum",
+        ),
+        (
+            json!({"merge_on": ["Nope"], "records": [{"fields": {"Email": "z"}}]}),
+            "Nope",
+        ),
+        (
+            json!({"merge_on": ["Email"], "records": [{"fields": {"Email": "z@x.test"}}, {"fields": {"Name": "no key"}}]}),
+            "records[1]",
+        ),
+        (
+            json!({"merge_on": ["Email", "Name"], "records": [{"fields": {"Email": "q@x.test", "Name": "Q"}}, {"fields": {"Name": "Q", "Email": "q@x.test"}}]}),
+            "records[0] and records[1]",
+        ),
     ] {
         let r = api.put(&path, payload).await;
         let msg = r.expect_error(400, "bad_request");
         assert!(msg.contains(needle), "{msg}");
     }
     // Two stored records sharing a key.
-    api.post(&path, json!({"records": [{"fields": {"Email": "d@x.test"}}, {"fields": {"Email": "d@x.test"}}]})).await.expect_ok();
+    api.post(
+        &path,
+        json!({"records": [{"fields": {"Email": "d@x.test"}}, {"fields": {"Email": "d@x.test"}}]}),
+    )
+    .await
+    .expect_ok();
     let r = api
         .put(&path, json!({"merge_on": ["Email"], "records": [{"fields": {"Email": "new@x.test"}}, {"fields": {"Email": "d@x.test", "Name": "D"}}]}))
         .await;
@@ -501,13 +794,27 @@ async fn upsert_matches_creates_and_refuses() {
     let listed = api.get(&path).await;
     assert_eq!(count(listed.expect_ok()), 5, "nothing written");
     // A trashed record is not matched: a new one is created.
-    api.delete_with(&path, json!({"records": [a]})).await.expect_ok();
-    let r = api.put(&path, json!({"merge_on": ["Email"], "records": [{"fields": {"Email": "a@x.test"}}]})).await;
+    api.delete_with(&path, json!({"records": [a]}))
+        .await
+        .expect_ok();
+    let r = api
+        .put(
+            &path,
+            json!({"merge_on": ["Email"], "records": [{"fields": {"Email": "a@x.test"}}]}),
+        )
+        .await;
     assert_eq!(r.expect_ok()["records"][0]["created"], true);
     // Viewers may not upsert.
     let viewer = Person::new().await;
     viewer.join(&fx.db, Role::Viewer).await;
-    viewer.api.put(&path, json!({"merge_on": ["Email"], "records": [{"fields": {"Email": "v"}}]})).await.expect_error(403, "forbidden");
+    viewer
+        .api
+        .put(
+            &path,
+            json!({"merge_on": ["Email"], "records": [{"fields": {"Email": "v"}}]}),
+        )
+        .await
+        .expect_error(403, "forbidden");
 }
 
 #[tokio::test]
@@ -515,40 +822,84 @@ async fn pressing_a_button() {
     let fx = fixture().await;
     let api = &fx.person.api;
     let press = |rid: &str| format!("{}/{rid}/press", fx.records());
-    let r = api.post(&press(&fx.r[0]), json!({"field_id": fx.f["Go"]})).await;
+    let r = api
+        .post(&press(&fx.r[0]), json!({"field_id": fx.f["Go"]}))
+        .await;
     assert_eq!(
         r.expect_ok(),
         &json!({"action": "link", "url": "https://example.test/t?title=Write%20spec&p=5&s=Doing&o=Ann&x={Nope}"})
     );
     // By name too; the record is not changed.
-    let before = api.get(&format!("{}/{}", fx.records(), fx.r[3])).await.expect_ok()["record"]["updated_at"].clone();
+    let before = api
+        .get(&format!("{}/{}", fx.records(), fx.r[3]))
+        .await
+        .expect_ok()["record"]["updated_at"]
+        .clone();
     let r = api.post(&press(&fx.r[3]), json!({"field_id": "Go"})).await;
-    assert_eq!(r.expect_ok()["url"], "https://example.test/t?title=&p=8&s=Done&o=Ann%2C%20Bob&x={Nope}");
-    let after = api.get(&format!("{}/{}", fx.records(), fx.r[3])).await.expect_ok()["record"]["updated_at"].clone();
+    assert_eq!(
+        r.expect_ok()["url"],
+        "https://example.test/t?title=&p=8&s=Done&o=Ann%2C%20Bob&x={Nope}"
+    );
+    let after = api
+        .get(&format!("{}/{}", fx.records(), fx.r[3]))
+        .await
+        .expect_ok()["record"]["updated_at"]
+        .clone();
     assert_eq!(before, after);
     // Not a button: 400; no field_id: 400; unknown or trashed record: 404.
-    api.post(&press(&fx.r[0]), json!({"field_id": fx.f["Title"]})).await.expect_error(400, "bad_request");
-    api.post(&press(&fx.r[0]), json!({})).await.expect_error(400, "bad_request");
-    api.post(&press("rec_000000000000"), json!({"field_id": "Go"})).await.expect_error(404, "not_found");
-    api.delete_with(&fx.records(), json!({"records": [fx.r[4]]})).await.expect_ok();
-    api.post(&press(&fx.r[4]), json!({"field_id": "Go"})).await.expect_error(404, "not_found");
+    api.post(&press(&fx.r[0]), json!({"field_id": fx.f["Title"]}))
+        .await
+        .expect_error(400, "bad_request");
+    api.post(&press(&fx.r[0]), json!({}))
+        .await
+        .expect_error(400, "bad_request");
+    api.post(&press("rec_000000000000"), json!({"field_id": "Go"}))
+        .await
+        .expect_error(404, "not_found");
+    api.delete_with(&fx.records(), json!({"records": [fx.r[4]]}))
+        .await
+        .expect_ok();
+    api.post(&press(&fx.r[4]), json!({"field_id": "Go"}))
+        .await
+        .expect_error(404, "not_found");
     // A webhook button is refused until webhook delivery exists: no reply
     // may claim a delivery that did not happen.
-    let shard = cluster().control_plane.database(&fx.db).await.expect("placement").shard;
+    let shard = cluster()
+        .control_plane
+        .database(&fx.db)
+        .await
+        .expect("placement")
+        .shard;
     let hook = format!("whk_{}press01", &fx.db[3..8]);
     shard_postgres(&shard)
         .await
-        .execute("INSERT INTO webhooks (id, database_id, table_id) VALUES ($1, $2, $3)", &[&hook, &fx.db, &fx.tasks])
+        .execute(
+            "INSERT INTO webhooks (id, database_id, table_id) VALUES ($1, $2, $3)",
+            &[&hook, &fx.db, &fx.tasks],
+        )
         .await
         .unwrap();
-    api.post(&format!("/api/tables/{}/fields", fx.tasks), json!({"name": "Ping", "type": "button", "options": {"webhook_id": hook}}))
+    api.post(
+        &format!("/api/tables/{}/fields", fx.tasks),
+        json!({"name": "Ping", "type": "button", "options": {"webhook_id": hook}}),
+    )
+    .await
+    .expect_ok();
+    let msg = api
+        .post(&press(&fx.r[0]), json!({"field_id": "Ping"}))
         .await
-        .expect_ok();
-    let msg = api.post(&press(&fx.r[0]), json!({"field_id": "Ping"})).await.expect_error(400, "bad_request");
-    assert_eq!(msg, "Webhook buttons can't be pressed yet: webhook delivery is not available.");
+        .expect_error(400, "bad_request");
+    assert_eq!(
+        msg,
+        "Webhook buttons can't be pressed yet: webhook delivery is not available."
+    );
     // Editor role: viewers are refused.
     let viewer = Person::new().await;
     viewer.join(&fx.db, Role::Viewer).await;
-    viewer.api.post(&press(&fx.r[0]), json!({"field_id": "Go"})).await.expect_error(403, "forbidden");
+    viewer
+        .api
+        .post(&press(&fx.r[0]), json!({"field_id": "Go"}))
+        .await
+        .expect_error(403, "forbidden");
     let _ = &fx.people;
 }

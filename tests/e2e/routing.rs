@@ -25,6 +25,13 @@ async fn unknown_paths_and_odd_ids_are_404_in_the_envelope() {
         assert_eq!(r.body["error"]["code"], "not_found", "{p}");
     }
     // Unsupported methods are 404 too.
-    let r = person.api.send(reqwest::Method::PUT, &format!("/api/databases/{db_id}/tables"), None).await;
+    let r = person
+        .api
+        .send(
+            reqwest::Method::PUT,
+            &format!("/api/databases/{db_id}/tables"),
+            None,
+        )
+        .await;
     r.expect_error(404, "not_found");
 }

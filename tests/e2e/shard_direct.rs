@@ -1,11 +1,18 @@
 //! Shard nodes trust only principals signed by a router.
 
 use cluster_protocol::control::{Access, Role};
-use cluster_protocol::principal::{Principal, HEADER_PRINCIPAL, HEADER_SIGNATURE, HEADER_TIMESTAMP};
+use cluster_protocol::principal::{
+    Principal, HEADER_PRINCIPAL, HEADER_SIGNATURE, HEADER_TIMESTAMP,
+};
 use e2e_tests::{cluster, unique, Person};
 
 fn shard_urls() -> Vec<String> {
-    cluster().var("SHARD_URLS").expect("SHARD_URLS in the env file").split_whitespace().map(String::from).collect()
+    cluster()
+        .var("SHARD_URLS")
+        .expect("SHARD_URLS in the env file")
+        .split_whitespace()
+        .map(String::from)
+        .collect()
 }
 
 fn principal(user_id: &str, database_id: &str) -> Principal {
@@ -49,7 +56,8 @@ async fn unsigned_or_forged_requests_are_refused_and_a_misplaced_one_is_421() {
             .unwrap();
         assert_eq!(r.status().as_u16(), 401);
 
-        let signed = principal(&person.user_id, db_id).sign(cluster().cluster_secret.as_bytes(), now);
+        let signed =
+            principal(&person.user_id, db_id).sign(cluster().cluster_secret.as_bytes(), now);
         let r = http
             .get(&url)
             .header(HEADER_PRINCIPAL, signed.principal)
@@ -59,7 +67,12 @@ async fn unsigned_or_forged_requests_are_refused_and_a_misplaced_one_is_421() {
             .await
             .unwrap();
         let expected = if shard.name == home { 200 } else { 421 };
-        assert_eq!(r.status().as_u16(), expected, "shard {} (home {home})", shard.name);
+        assert_eq!(
+            r.status().as_u16(),
+            expected,
+            "shard {} (home {home})",
+            shard.name
+        );
     }
     assert!(!shard_urls().is_empty());
 }

@@ -51,14 +51,21 @@ pub fn cluster() -> &'static Cluster {
             .into_iter()
             .flatten()
             .find_map(|p| std::fs::read_to_string(&p).ok().map(|t| (p, t)))
-            .expect("no cluster env file: run the suite with deploy/test (it starts a test cluster)");
+            .expect(
+                "no cluster env file: run the suite with deploy/test (it starts a test cluster)",
+            );
         let env = parse_env_file(&text);
         let get = |k: &str| {
-            env.get(k).cloned().unwrap_or_else(|| panic!("{path} lacks {k}"))
+            env.get(k)
+                .cloned()
+                .unwrap_or_else(|| panic!("{path} lacks {k}"))
         };
         Cluster {
             router_url: get("ROUTER_URL"),
-            control_plane: ControlPlaneClient::unpooled(&get("CONTROL_PLANE_URL"), &get("CONTROL_PLANE_TOKEN")),
+            control_plane: ControlPlaneClient::unpooled(
+                &get("CONTROL_PLANE_URL"),
+                &get("CONTROL_PLANE_TOKEN"),
+            ),
             cluster_secret: get("CLUSTER_SECRET"),
             env,
         }
@@ -69,11 +76,19 @@ pub fn cluster() -> &'static Cluster {
 /// never contacted), so parallel tests do not share a budget.
 pub fn fresh_address() -> String {
     let mut r = rand::thread_rng();
-    format!("198.{}.{}.{}", r.gen_range(18..20), r.gen_range(0..256), r.gen_range(1..255))
+    format!(
+        "198.{}.{}.{}",
+        r.gen_range(18..20),
+        r.gen_range(0..256),
+        r.gen_range(1..255)
+    )
 }
 
 pub fn unique(prefix: &str) -> String {
-    format!("{prefix}-{}", cluster_protocol::ids::random_token(10).to_lowercase())
+    format!(
+        "{prefix}-{}",
+        cluster_protocol::ids::random_token(10).to_lowercase()
+    )
 }
 
 /// A reply: status, headers and JSON body (Null when the body is not JSON).
@@ -91,9 +106,16 @@ impl Reply {
     /// Asserts the error envelope with this status and code; returns the message.
     #[track_caller]
     pub fn expect_error(&self, status: u16, code: &str) -> String {
-        assert_eq!(self.status, status, "unexpected status, body: {}", self.body);
+        assert_eq!(
+            self.status, status,
+            "unexpected status, body: {}",
+            self.body
+        );
         assert_eq!(self.body["error"]["code"], code, "body: {}", self.body);
-        self.body["error"]["message"].as_str().expect("message is a string").to_string()
+        self.body["error"]["message"]
+            .as_str()
+            .expect("message is a string")
+            .to_string()
     }
     #[track_caller]
     pub fn expect_ok(&self) -> &Value {
@@ -122,7 +144,10 @@ impl Api {
     }
 
     pub fn with_token(token: &str) -> Self {
-        Api { token: Some(token.to_string()), ..Api::anonymous() }
+        Api {
+            token: Some(token.to_string()),
+            ..Api::anonymous()
+        }
     }
 
     pub async fn send(&self, method: reqwest::Method, path: &str, body: Option<Vec<u8>>) -> Reply {
@@ -141,29 +166,55 @@ impl Api {
         let headers = resp.headers().clone();
         let bytes = resp.bytes().await.expect("body readable");
         let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Reply { status, headers, body }
+        Reply {
+            status,
+            headers,
+            body,
+        }
     }
 
     pub async fn get(&self, path: &str) -> Reply {
         self.send(reqwest::Method::GET, path, None).await
     }
     pub async fn post(&self, path: &str, body: Value) -> Reply {
-        self.send(reqwest::Method::POST, path, Some(serde_json::to_vec(&body).unwrap())).await
+        self.send(
+            reqwest::Method::POST,
+            path,
+            Some(serde_json::to_vec(&body).unwrap()),
+        )
+        .await
     }
     pub async fn post_raw(&self, path: &str, raw: &str) -> Reply {
-        self.send(reqwest::Method::POST, path, Some(raw.as_bytes().to_vec())).await
+        self.send(reqwest::Method::POST, path, Some(raw.as_bytes().to_vec()))
+            .await
     }
     pub async fn patch(&self, path: &str, body: Value) -> Reply {
-        self.send(reqwest::Method::PATCH, path, Some(serde_json::to_vec(&body).unwrap())).await
+        self.send(
+            reqwest::Method::PATCH,
+            path,
+            Some(serde_json::to_vec(&body).unwrap()),
+        )
+        .await
     }
     pub async fn patch_raw(&self, path: &str, raw: &str) -> Reply {
-        self.send(reqwest::Method::PATCH, path, Some(raw.as_bytes().to_vec())).await
+        self.send(reqwest::Method::PATCH, path, Some(raw.as_bytes().to_vec()))
+            .await
     }
     pub async fn put(&self, path: &str, body: Value) -> Reply {
-        self.send(reqwest::Method::PUT, path, Some(serde_json::to_vec(&body).unwrap())).await
+        self.send(
+            reqwest::Method::PUT,
+            path,
+            Some(serde_json::to_vec(&body).unwrap()),
+        )
+        .await
     }
     pub async fn delete_with(&self, path: &str, body: Value) -> Reply {
-        self.send(reqwest::Method::DELETE, path, Some(serde_json::to_vec(&body).unwrap())).await
+        self.send(
+            reqwest::Method::DELETE,
+            path,
+            Some(serde_json::to_vec(&body).unwrap()),
+        )
+        .await
     }
     pub async fn delete(&self, path: &str) -> Reply {
         self.send(reqwest::Method::DELETE, path, None).await
@@ -171,14 +222,19 @@ impl Api {
 
     /// Creates a database and returns it.
     pub async fn create_database(&self, name: &str) -> Value {
-        let r = self.post("/api/databases", serde_json::json!({ "name": name })).await;
+        let r = self
+            .post("/api/databases", serde_json::json!({ "name": name }))
+            .await;
         r.expect_ok()["database"].clone()
     }
 
     /// Creates a table and returns it.
     pub async fn create_table(&self, database_id: &str, name: &str) -> Value {
         let r = self
-            .post(&format!("/api/databases/{database_id}/tables"), serde_json::json!({ "name": name }))
+            .post(
+                &format!("/api/databases/{database_id}/tables"),
+                serde_json::json!({ "name": name }),
+            )
             .await;
         r.expect_ok()["table"].clone()
     }
@@ -187,7 +243,9 @@ impl Api {
 impl Api {
     /// Creates a field (`{name, type, options}`) on a table and returns it.
     pub async fn create_field(&self, table_id: &str, body: Value) -> Value {
-        let r = self.post(&format!("/api/tables/{table_id}/fields"), body).await;
+        let r = self
+            .post(&format!("/api/tables/{table_id}/fields"), body)
+            .await;
         r.expect_ok()["field"].clone()
     }
 }
@@ -210,31 +268,54 @@ impl Person {
         let email = format!("{}@example.test", unique("user"));
         let user = cp.create_user(&email, None).await.expect("create user");
         let key = cp
-            .create_key(&CreateKey { user_id: user.id.clone(), name: "test".into(), access, databases })
+            .create_key(&CreateKey {
+                user_id: user.id.clone(),
+                name: "test".into(),
+                access,
+                databases,
+            })
             .await
             .expect("create key");
-        Person { user_id: user.id, email, key_id: key.id, api: Api::with_token(&key.token) }
+        Person {
+            user_id: user.id,
+            email,
+            key_id: key.id,
+            api: Api::with_token(&key.token),
+        }
     }
 
     /// Mints another key for the same user.
     pub async fn another_key(&self, access: Access, databases: DatabaseScope) -> (String, Api) {
         let key = cluster()
             .control_plane
-            .create_key(&CreateKey { user_id: self.user_id.clone(), name: "extra".into(), access, databases })
+            .create_key(&CreateKey {
+                user_id: self.user_id.clone(),
+                name: "extra".into(),
+                access,
+                databases,
+            })
             .await
             .expect("create key");
         (key.id, Api::with_token(&key.token))
     }
 
     pub async fn join(&self, database_id: &str, role: Role) {
-        cluster().control_plane.add_member(database_id, &self.user_id, role).await.expect("add member");
+        cluster()
+            .control_plane
+            .add_member(database_id, &self.user_id, role)
+            .await
+            .expect("add member");
     }
 }
 
 /// Connects to a shard's PostgreSQL by its registered DSN.
 pub async fn shard_postgres(shard_name: &str) -> tokio_postgres::Client {
     let shards = cluster().control_plane.shards().await.expect("list shards");
-    let shard = shards.shards.iter().find(|s| s.name == shard_name).expect("shard registered");
+    let shard = shards
+        .shards
+        .iter()
+        .find(|s| s.name == shard_name)
+        .expect("shard registered");
     let (client, conn) = tokio_postgres::connect(&shard.postgres, tokio_postgres::NoTls)
         .await
         .expect("shard postgres reachable");

@@ -39,7 +39,9 @@ pub struct ControlPlaneClient {
 
 impl std::fmt::Debug for ControlPlaneClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ControlPlaneClient").field("base", &self.base).finish_non_exhaustive()
+        f.debug_struct("ControlPlaneClient")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
     }
 }
 
@@ -63,17 +65,27 @@ impl ControlPlaneClient {
             builder.pool_max_idle_per_host(0)
         };
         let http = builder.build().expect("reqwest client builds");
-        Self { base: base_url.trim_end_matches('/').to_string(), token: token.to_string(), http }
+        Self {
+            base: base_url.trim_end_matches('/').to_string(),
+            token: token.to_string(),
+            http,
+        }
     }
 
-    async fn send<T: DeserializeOwned>(&self, req: reqwest::RequestBuilder) -> Result<T, ClientError> {
+    async fn send<T: DeserializeOwned>(
+        &self,
+        req: reqwest::RequestBuilder,
+    ) -> Result<T, ClientError> {
         let resp = req
             .bearer_auth(&self.token)
             .send()
             .await
             .map_err(|e| ClientError::Transport(e.to_string()))?;
         let status = resp.status().as_u16();
-        let bytes = resp.bytes().await.map_err(|e| ClientError::Transport(e.to_string()))?;
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| ClientError::Transport(e.to_string()))?;
         if (200..300).contains(&status) {
             serde_json::from_slice(&bytes)
                 .map_err(|e| ClientError::Transport(format!("undecodable reply: {e}")))
@@ -92,13 +104,25 @@ impl ControlPlaneClient {
     async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
         self.send(self.http.get(self.url(path))).await
     }
-    async fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ClientError> {
+    async fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<T, ClientError> {
         self.send(self.http.post(self.url(path)).json(body)).await
     }
-    async fn patch<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ClientError> {
+    async fn patch<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<T, ClientError> {
         self.send(self.http.patch(self.url(path)).json(body)).await
     }
-    async fn delete<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ClientError> {
+    async fn delete<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<T, ClientError> {
         self.send(self.http.delete(self.url(path)).json(body)).await
     }
 
@@ -117,25 +141,54 @@ impl ControlPlaneClient {
         self.get(&format!("/internal/placements/{tag}")).await
     }
     pub async fn placements(&self, database_ids: Vec<String>) -> Result<Placements, ClientError> {
-        self.post("/internal/placements/lookup", &PlacementLookup { database_ids }).await
+        self.post(
+            "/internal/placements/lookup",
+            &PlacementLookup { database_ids },
+        )
+        .await
     }
     pub async fn allocate_database(&self, user_id: &str) -> Result<Allocation, ClientError> {
-        self.post("/internal/databases/allocate", &AllocateRequest { user_id: user_id.into() }).await
+        self.post(
+            "/internal/databases/allocate",
+            &AllocateRequest {
+                user_id: user_id.into(),
+            },
+        )
+        .await
     }
     pub async fn confirm_database(&self, database_id: &str) -> Result<Ok, ClientError> {
-        self.post(&format!("/internal/databases/{database_id}/confirm"), &serde_json::json!({})).await
+        self.post(
+            &format!("/internal/databases/{database_id}/confirm"),
+            &serde_json::json!({}),
+        )
+        .await
     }
     pub async fn release_database(&self, database_id: &str) -> Result<Ok, ClientError> {
-        self.post(&format!("/internal/databases/{database_id}/release"), &serde_json::json!({})).await
+        self.post(
+            &format!("/internal/databases/{database_id}/release"),
+            &serde_json::json!({}),
+        )
+        .await
     }
 
     // ---- for the operator CLI ----
     pub async fn create_user(&self, email: &str, name: Option<&str>) -> Result<User, ClientError> {
-        self.post("/internal/users", &CreateUser { email: email.into(), name: name.map(String::from) }).await
+        self.post(
+            "/internal/users",
+            &CreateUser {
+                email: email.into(),
+                name: name.map(String::from),
+            },
+        )
+        .await
     }
     pub async fn suspend_user(&self, user_id: &str, suspended: bool) -> Result<User, ClientError> {
         let verb = if suspended { "suspend" } else { "unsuspend" };
-        self.post(&format!("/internal/users/{user_id}/{verb}"), &serde_json::json!({})).await
+        self.post(
+            &format!("/internal/users/{user_id}/{verb}"),
+            &serde_json::json!({}),
+        )
+        .await
     }
     pub async fn create_key(&self, req: &CreateKey) -> Result<CreatedKey, ClientError> {
         self.post("/internal/keys", req).await
@@ -144,22 +197,46 @@ impl ControlPlaneClient {
         self.patch(&format!("/internal/keys/{key_id}"), req).await
     }
     pub async fn revoke_key(&self, key_id: &str) -> Result<Ok, ClientError> {
-        self.delete(&format!("/internal/keys/{key_id}"), &serde_json::json!({})).await
+        self.delete(&format!("/internal/keys/{key_id}"), &serde_json::json!({}))
+            .await
     }
-    pub async fn add_member(&self, database_id: &str, user_id: &str, role: Role) -> Result<Ok, ClientError> {
-        let body = MemberChange { database_id: database_id.into(), user_id: user_id.into(), role: Some(role) };
+    pub async fn add_member(
+        &self,
+        database_id: &str,
+        user_id: &str,
+        role: Role,
+    ) -> Result<Ok, ClientError> {
+        let body = MemberChange {
+            database_id: database_id.into(),
+            user_id: user_id.into(),
+            role: Some(role),
+        };
         self.post("/internal/members", &body).await
     }
     pub async fn remove_member(&self, database_id: &str, user_id: &str) -> Result<Ok, ClientError> {
-        let body = MemberChange { database_id: database_id.into(), user_id: user_id.into(), role: None };
+        let body = MemberChange {
+            database_id: database_id.into(),
+            user_id: user_id.into(),
+            role: None,
+        };
         self.delete("/internal/members", &body).await
     }
     pub async fn grant_support(&self, database_id: &str, user_id: &str) -> Result<Ok, ClientError> {
-        let body = SupportChange { database_id: database_id.into(), user_id: user_id.into() };
+        let body = SupportChange {
+            database_id: database_id.into(),
+            user_id: user_id.into(),
+        };
         self.post("/internal/support", &body).await
     }
-    pub async fn revoke_support(&self, database_id: &str, user_id: &str) -> Result<Ok, ClientError> {
-        let body = SupportChange { database_id: database_id.into(), user_id: user_id.into() };
+    pub async fn revoke_support(
+        &self,
+        database_id: &str,
+        user_id: &str,
+    ) -> Result<Ok, ClientError> {
+        let body = SupportChange {
+            database_id: database_id.into(),
+            user_id: user_id.into(),
+        };
         self.delete("/internal/support", &body).await
     }
     pub async fn shards(&self) -> Result<ShardList, ClientError> {
@@ -169,15 +246,27 @@ impl ControlPlaneClient {
         self.post("/internal/shards", req).await
     }
     pub async fn drain_shard(&self, name: &str) -> Result<Shard, ClientError> {
-        self.post(&format!("/internal/shards/{name}/drain"), &serde_json::json!({})).await
+        self.post(
+            &format!("/internal/shards/{name}/drain"),
+            &serde_json::json!({}),
+        )
+        .await
     }
     pub async fn databases(&self, shard: Option<&str>) -> Result<DatabaseList, ClientError> {
         match shard {
-            Some(s) => self.send(self.http.get(self.url("/internal/databases")).query(&[("shard", s)])).await,
+            Some(s) => {
+                self.send(
+                    self.http
+                        .get(self.url("/internal/databases"))
+                        .query(&[("shard", s)]),
+                )
+                .await
+            }
             None => self.get("/internal/databases").await,
         }
     }
     pub async fn database(&self, database_id: &str) -> Result<DatabaseInfo, ClientError> {
-        self.get(&format!("/internal/databases/{database_id}")).await
+        self.get(&format!("/internal/databases/{database_id}"))
+            .await
     }
 }

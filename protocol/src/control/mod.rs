@@ -106,7 +106,11 @@ impl DatabaseScope {
             DatabaseScope::All
         } else {
             DatabaseScope::Only(
-                s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(String::from).collect(),
+                s.split(',')
+                    .map(str::trim)
+                    .filter(|x| !x.is_empty())
+                    .map(String::from)
+                    .collect(),
             )
         }
     }
@@ -234,7 +238,10 @@ pub struct UserAccess {
 
 impl UserAccess {
     pub fn role_in(&self, database_id: &str) -> Option<Role> {
-        self.memberships.iter().find(|m| m.database_id == database_id).map(|m| m.role)
+        self.memberships
+            .iter()
+            .find(|m| m.database_id == database_id)
+            .map(|m| m.role)
     }
     pub fn has_support(&self, database_id: &str) -> bool {
         self.support.iter().any(|d| d == database_id)
@@ -367,9 +374,15 @@ mod tests {
 
     #[test]
     fn scope_serialises_as_all_or_list() {
-        assert_eq!(serde_json::to_value(DatabaseScope::All).unwrap(), serde_json::json!("all"));
+        assert_eq!(
+            serde_json::to_value(DatabaseScope::All).unwrap(),
+            serde_json::json!("all")
+        );
         let only = DatabaseScope::Only(vec!["db_a".into()]);
-        assert_eq!(serde_json::to_value(&only).unwrap(), serde_json::json!(["db_a"]));
+        assert_eq!(
+            serde_json::to_value(&only).unwrap(),
+            serde_json::json!(["db_a"])
+        );
         let back: DatabaseScope = serde_json::from_value(serde_json::json!(["db_a"])).unwrap();
         assert_eq!(back, only);
         assert!(serde_json::from_value::<DatabaseScope>(serde_json::json!("some")).is_err());
@@ -386,7 +399,10 @@ mod tests {
 
     #[test]
     fn access_strings() {
-        assert_eq!(serde_json::to_value(Access::ReadOnly).unwrap(), serde_json::json!("read_only"));
+        assert_eq!(
+            serde_json::to_value(Access::ReadOnly).unwrap(),
+            serde_json::json!("read_only")
+        );
         assert_eq!(Access::parse("read_write"), Some(Access::ReadWrite));
         assert_eq!(Access::parse("rw"), None);
     }
