@@ -16,6 +16,7 @@ mod formulas;
 mod links;
 mod lookups;
 mod patch;
+mod rules;
 mod selects;
 
 use e2e_tests::{cluster, shard_postgres, unique, Person, Reply};
