@@ -1,6 +1,13 @@
 use anyhow::Context;
 use shard_node::config::Config;
 
+/// mimalloc instead of glibc malloc: a records page allocates and frees
+/// thousands of small strings and JSON nodes, and glibc's malloc/free
+/// (`malloc_consolidate`, `_int_free`) was a quarter of the node's CPU
+/// profile under load (loadtest/README.md, records).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let _telemetry = cluster_protocol::telemetry::init("shard-node");

@@ -23,6 +23,10 @@ use crate::state::{AppState, DbOp};
 pub struct Access {
     pub principal: Principal,
     pub database_id: String,
+    /// The database's `schema_version` read by the held check: a read can
+    /// take its cached schema model without asking again
+    /// (`SchemaCache::get_at`).
+    pub schema_version: i64,
 }
 
 impl Access {
@@ -109,18 +113,19 @@ async fn authorize(parts: &mut Parts, state: &AppState, need: Need) -> ApiResult
         .db
         .measured(DbOp::DatabaseHeld, async {
             let client = state.db.client().await?;
-            Ok(catalog::databases::is_held(&client, &database_id).await?)
+            Ok(catalog::databases::held_version(&client, &database_id).await?)
         })
         .await?;
-    if !held {
+    let Some(schema_version) = held else {
         return Err(ApiError::Misplaced);
-    }
+    };
     if let Some(message) = refusal(&principal, need) {
         return Err(ApiError::Forbidden(message));
     }
     Ok(Access {
         principal,
         database_id,
+        schema_version,
     })
 }
 

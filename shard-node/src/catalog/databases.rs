@@ -88,11 +88,18 @@ pub async fn get(
     row.as_ref().map(from_row).transpose()
 }
 
-/// Whether this shard holds the database.
-pub async fn is_held(c: &impl GenericClient, id: &str) -> Result<bool, tokio_postgres::Error> {
-    Ok(c.query_opt("SELECT 1 FROM databases WHERE id = $1", &[&id])
-        .await?
-        .is_some())
+/// The `schema_version` of the database when this shard holds it. Run on
+/// every authorized request, so the statement is prepared once per pooled
+/// connection: one round trip, no parse or plan.
+pub async fn held_version(
+    c: &impl GenericClient,
+    id: &str,
+) -> Result<Option<i64>, tokio_postgres::Error> {
+    let statement = c
+        .prepare_cached("SELECT schema_version FROM databases WHERE id = $1")
+        .await?;
+    let row = c.query_opt(&statement, &[&id]).await?;
+    row.map(|r| r.try_get(0)).transpose()
 }
 
 /// The databases among `ids` held here, by `position` then `created_at`.
@@ -191,9 +198,10 @@ pub async fn schema_version(
     c: &impl GenericClient,
     id: &str,
 ) -> Result<Option<i64>, tokio_postgres::Error> {
-    let row = c
-        .query_opt("SELECT schema_version FROM databases WHERE id = $1", &[&id])
+    let statement = c
+        .prepare_cached("SELECT schema_version FROM databases WHERE id = $1")
         .await?;
+    let row = c.query_opt(&statement, &[&id]).await?;
     row.map(|r| r.try_get(0)).transpose()
 }
 

@@ -31,7 +31,10 @@ pub async fn handler(
         .db
         .measured(DbOp::GetRecord, async {
             let mut client = state.db.client().await?;
-            let schema = state.schemas.get(&mut client, &database_id).await?;
+            let schema = state
+                .schemas
+                .get_at(&mut client, &database_id, access.schema_version)
+                .await?;
             let rt = RecordTable::load(&client, &database_id, &id).await?;
             let table = schema.table(&id).ok_or(ApiError::NotFound)?;
             let fields = read::read_set(&schema, table, None);

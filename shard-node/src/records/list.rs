@@ -15,7 +15,7 @@ use super::reply::{self, Raw, Shape};
 use super::store::{self, StoredRecord};
 use super::table::RecordTable;
 use super::{filter_error, page_size};
-use crate::auth::Reader;
+use crate::auth::{Access, Reader};
 use crate::catalog::views::{self, View};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
@@ -125,7 +125,7 @@ pub async fn get_handler(
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Map<String, Value>>> {
     let params = ListParams::from_query(&query)?;
-    Ok(Json(list(&state, &access.database_id, &id, params).await?))
+    Ok(Json(list(&state, &access, &id, params).await?))
 }
 
 pub async fn post_handler(
@@ -135,7 +135,7 @@ pub async fn post_handler(
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<Map<String, Value>>> {
     let params = ListParams::from_body(&body)?;
-    Ok(Json(list(&state, &access.database_id, &id, params).await?))
+    Ok(Json(list(&state, &access, &id, params).await?))
 }
 
 /// Binds filter-lang's values as the types its placeholders cast from.
@@ -211,14 +211,18 @@ fn view_columns(view: &View, table: &crate::schema::TableSchema) -> Vec<String> 
 
 pub async fn list(
     state: &AppState,
-    database_id: &str,
+    access: &Access,
     table_id: &str,
     p: ListParams,
 ) -> ApiResult<Map<String, Value>> {
     let db: &Db = &state.db;
+    let database_id = access.database_id.as_str();
     db.measured(DbOp::ListRecords, async {
         let mut client = db.client().await?;
-        let schema = state.schemas.get(&mut client, database_id).await?;
+        let schema = state
+            .schemas
+            .get_at(&mut client, database_id, access.schema_version)
+            .await?;
         let rt = RecordTable::from_schema(&schema, table_id)?;
         let table = schema.table(table_id).ok_or(ApiError::NotFound)?;
         let fschema = schema.filter_schema(table);

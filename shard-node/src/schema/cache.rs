@@ -1,7 +1,7 @@
 //! Per-database cache of the schema model, keyed by `schema_version`.
 //!
-//! A read checks the version (one primary-key lookup) and reuses the loaded
-//! model when it matches; otherwise it reloads tables and fields in one
+//! A read checks the version (one primary-key lookup, or the one its
+//! authorization already made) and reuses the loaded model when it matches; otherwise it reloads tables and fields in one
 //! REPEATABLE READ snapshot, so a model is never a mix of two versions.
 
 use std::collections::HashMap;
@@ -51,6 +51,18 @@ impl SchemaCache {
         let version = catalog::databases::schema_version(&*client, database_id)
             .await?
             .ok_or(ApiError::NotFound)?;
+        self.get_at(client, database_id, version).await
+    }
+
+    /// The model for reads when the caller already read `version` (the
+    /// held check of `auth`, earlier in the same request): the cached
+    /// model of that version, or the current one loaded afresh.
+    pub async fn get_at(
+        &self,
+        client: &mut deadpool_postgres::Object,
+        database_id: &str,
+        version: i64,
+    ) -> ApiResult<Arc<DatabaseSchema>> {
         if let Some(s) = self.cached(database_id, version) {
             return Ok(s);
         }
