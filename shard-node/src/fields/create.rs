@@ -6,14 +6,14 @@ use axum::extract::{Path, State};
 use axum::Json;
 use chrono::Utc;
 use cluster_protocol::ids::{self, Kind};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::auth::Editor;
 use crate::catalog::{self, tables};
 use crate::config::MAX_FIELDS_PER_TABLE;
 use crate::error::{ApiError, ApiResult};
-use crate::fields::options::{self, button, formula, link, lookup_rollup, scalar, select};
-use crate::fields::{formulas, name_taken, string_member};
+use crate::fields::options::{self, formula, link, lookup_rollup, scalar, select};
+use crate::fields::{field_reply, filter_env, formulas, name_taken, settle_button, string_member};
 use crate::http::body::JsonObject;
 use crate::schema::costume::{unknown_type_message, Requested};
 use crate::schema::{structural, Costume, Family, FieldRow, TableSchema};
@@ -26,15 +26,9 @@ pub async fn handler(
     Path(id): Path<String>,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<Value>> {
-    let request = parse(&body)?;
-    let field = state
-        .db
-        .measured(
-            DbOp::CreateField,
-            create(&state, &access.database_id, access.user_id(), &id, request),
-        )
-        .await?;
-    Ok(Json(json!({ "field": field })))
+    let new = parse(&body)?;
+    let write = create(&state, &access.database_id, access.user_id(), &id, new);
+    field_reply(&state, DbOp::CreateField, write).await
 }
 
 /// A create request that passed the shape checks.
@@ -90,8 +84,7 @@ pub async fn create(
     check_cap(table, 1)?;
     let field_id = ids::new_tagged(Kind::Field, &tag);
     let position = next_position(table);
-    let env = filter_lang::Env::new(&schema.timezone, Utc::now())
-        .map_err(|e| anyhow::anyhow!("database timezone: {e}"))?;
+    let env = filter_env(&schema)?;
     let family = new.requested.family();
     if let Some(name) = &new.name {
         if table.field_named(name).is_some() {
@@ -127,14 +120,8 @@ pub async fn create(
             row.sql_type = Some(sql_type.to_owned());
         }
         (Family::Button, _) => {
-            let (opts, webhook) = button::settle(&new.options)?;
-            if let Some(w) = webhook {
-                if !catalog::fields::webhook_exists(&tx, database_id, &w).await? {
-                    return Err(ApiError::NotFound);
-                }
-            }
+            row.options = settle_button(&tx, database_id, &new.options).await?;
             row.costume = Costume::Button;
-            row.options = opts;
         }
         (Family::Formula, _) => {
             let expression = formula::expression(&new.options)?.to_owned();

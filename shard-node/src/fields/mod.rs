@@ -21,10 +21,53 @@ pub mod list;
 pub mod options;
 pub mod update;
 
-use serde_json::Value;
+use std::future::Future;
 
+use axum::Json;
+use chrono::Utc;
+use deadpool_postgres::GenericClient;
+use serde_json::{json, Map, Value};
+
+use crate::catalog;
 use crate::error::{ApiError, ApiResult};
+use crate::fields::options::button;
 use crate::http::body::json_kind;
+use crate::schema::DatabaseSchema;
+use crate::state::{AppState, DbOp};
+
+/// Runs a field write (timed as `op`) and answers `{"field": ...}`: the
+/// tail every field route that returns a field shares.
+pub async fn field_reply(
+    state: &AppState,
+    op: DbOp,
+    write: impl Future<Output = ApiResult<Value>>,
+) -> ApiResult<Json<Value>> {
+    let field = state.db.measured(op, write).await?;
+    Ok(Json(json!({ "field": field })))
+}
+
+/// The filter environment of the database (its timezone, now), against
+/// which field settings with relative dates are checked.
+pub fn filter_env(schema: &DatabaseSchema) -> ApiResult<filter_lang::Env> {
+    Ok(filter_lang::Env::new(&schema.timezone, Utc::now())
+        .map_err(|e| anyhow::anyhow!("database timezone: {e}"))?)
+}
+
+/// A button's settings to store; 404 when they name a webhook the
+/// database does not have.
+pub async fn settle_button(
+    c: &impl GenericClient,
+    database_id: &str,
+    sent: &Map<String, Value>,
+) -> ApiResult<Map<String, Value>> {
+    let (opts, webhook) = button::settle(sent)?;
+    if let Some(w) = webhook {
+        if !catalog::fields::webhook_exists(c, database_id, &w).await? {
+            return Err(ApiError::NotFound);
+        }
+    }
+    Ok(opts)
+}
 
 /// `Field name 'x' is already taken` (409).
 pub fn name_taken(name: &str) -> ApiError {

@@ -4,14 +4,13 @@
 
 use axum::extract::{Path, State};
 use axum::Json;
-use chrono::Utc;
 use serde_json::{Map, Value};
 
 use crate::auth::Editor;
 use crate::catalog;
 use crate::error::{ApiError, ApiResult};
-use crate::fields::options::{self, button, formula, link, lookup_rollup, scalar, select};
-use crate::fields::{formulas, name_taken, string_member};
+use crate::fields::options::{self, formula, link, lookup_rollup, scalar, select};
+use crate::fields::{field_reply, filter_env, formulas, name_taken, settle_button, string_member};
 use crate::http::body::JsonObject;
 use crate::schema::costume::{unknown_type_message, Requested};
 use crate::schema::{formula_schema_of, structural, Costume, Family, FieldRow, StorageKind};
@@ -24,15 +23,9 @@ pub async fn handler(
     Path(id): Path<String>,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<Value>> {
-    let request = parse(&body)?;
-    let field = state
-        .db
-        .measured(
-            DbOp::UpdateField,
-            update(&state, &access.database_id, access.user_id(), &id, request),
-        )
-        .await?;
-    Ok(Json(serde_json::json!({ "field": field })))
+    let patch = parse(&body)?;
+    let write = update(&state, &access.database_id, access.user_id(), &id, patch);
+    field_reply(&state, DbOp::UpdateField, write).await
 }
 
 pub struct Patch {
@@ -115,8 +108,7 @@ pub async fn update(
         .table(&field.table_id)
         .ok_or_else(|| anyhow::anyhow!("field without table"))?;
     let mut work = table.clone();
-    let env = filter_lang::Env::new(&schema.timezone, Utc::now())
-        .map_err(|e| anyhow::anyhow!("database timezone: {e}"))?;
+    let env = filter_env(&schema)?;
     let (db, tid) = (database_id, table.id.as_str());
     let mut new = field.clone();
     // Formulas reading this field whose columns must be rebuilt.
@@ -230,13 +222,7 @@ pub async fn update(
                 new.options = settled.options;
             }
             Family::Button => {
-                let (opts, webhook) = button::settle(&sent)?;
-                if let Some(w) = webhook {
-                    if !catalog::fields::webhook_exists(&tx, db, &w).await? {
-                        return Err(ApiError::NotFound);
-                    }
-                }
-                new.options = opts;
+                new.options = settle_button(&tx, db, &sent).await?;
             }
             Family::Link => {
                 new.options = link::patch(sent, &field, &schema, &env)?;
