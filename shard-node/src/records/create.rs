@@ -8,12 +8,13 @@ use axum::Json;
 use cluster_protocol::ids::{self, Kind};
 use serde_json::{Map, Value};
 
-use super::reply::{self, Shape};
-use super::{batch, events, write};
+use super::events::RecordEvent;
+use super::reply::Shape;
+use super::{batch, write};
 use crate::auth::Editor;
 use crate::error::ApiResult;
 use crate::http::body::JsonObject;
-use crate::state::{AppState, Db, DbOp};
+use crate::state::{AppState, DbOp};
 
 pub async fn handler(
     Editor(access): Editor,
@@ -44,34 +45,22 @@ pub async fn create(
     items: &[Value],
     shape: Shape,
 ) -> ApiResult<Map<String, Value>> {
-    let db: &Db = &state.db;
-    db.measured(DbOp::CreateRecords, async {
-        let mut client = db.client().await?;
-        let tx = client.transaction().await?;
-        let ctx = write::Ctx::load(&tx, &state.schemas, database_id, table_id).await?;
-        let mut rows = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let cells = write::cells_of(item, i)?;
-            let prepared = write::prepare_cells(&ctx, cells, i)?;
-            rows.push((
-                ids::new_tagged(Kind::Record, &ctx.record_table.tag),
-                prepared,
-            ));
-        }
-        write::insert(&tx, &ctx, user_id, &rows).await?;
-        let ids: Vec<String> = rows.into_iter().map(|(id, _)| id).collect();
-        events::record_events(
-            &tx,
-            &ctx.record_table,
-            events::RecordEvent::Created,
-            &ids,
-            items.len(),
-        )
-        .await?;
-        let fields = ctx.read_fields()?;
-        let records = write::read_back(&tx, &ctx, &fields, &ids, shape, |_| Vec::new()).await?;
-        tx.commit().await?;
-        Ok(reply::records_reply(records, &fields, shape))
-    })
+    write::in_transaction(
+        state,
+        DbOp::CreateRecords,
+        database_id,
+        table_id,
+        async |tx, ctx| {
+            let mut rows = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let id = ids::new_tagged(Kind::Record, &ctx.record_table.tag);
+                rows.push((id, write::prepare_item(ctx, item, i)?));
+            }
+            write::insert(tx, ctx, user_id, &rows).await?;
+            let ids: Vec<String> = rows.into_iter().map(|(id, _)| id).collect();
+            write::emit(tx, ctx, RecordEvent::Created, &ids, items.len()).await?;
+            write::reply(tx, ctx, &ids, shape).await
+        },
+    )
     .await
 }

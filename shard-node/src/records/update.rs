@@ -9,13 +9,14 @@ use axum::extract::{Path, Query, State};
 use axum::Json;
 use serde_json::{Map, Value};
 
-use super::reply::{self, Shape};
-use super::{batch, events, store, write};
+use super::events::RecordEvent;
+use super::reply::Shape;
+use super::{batch, store, write};
 use crate::auth::Editor;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::json::format_ts;
-use crate::state::{AppState, Db, DbOp};
+use crate::state::{AppState, DbOp};
 
 pub async fn handler(
     Editor(access): Editor,
@@ -88,64 +89,57 @@ pub async fn update(
     shape: Shape,
 ) -> ApiResult<Map<String, Value>> {
     let items = parse_items(items)?;
-    let db: &Db = &state.db;
-    db.measured(DbOp::UpdateRecords, async {
-        let mut client = db.client().await?;
-        let tx = client.transaction().await?;
-        let ctx = write::Ctx::load(&tx, &state.schemas, database_id, table_id).await?;
-        let ids: Vec<String> = items.iter().map(|i| i.id.clone()).collect();
-        let states = store::states(&tx, &ctx.record_table, &ids, true).await?;
-        for id in &ids {
-            match states.iter().find(|(i, _, _)| i == id) {
-                None => return Err(ApiError::NotFound),
-                Some((_, _, true)) => {
-                    return Err(ApiError::bad_request(format!(
-                        "Record {id} is in the trash and cannot be updated."
-                    )))
+    write::in_transaction(
+        state,
+        DbOp::UpdateRecords,
+        database_id,
+        table_id,
+        async |tx, ctx| {
+            let ids: Vec<String> = items.iter().map(|i| i.id.clone()).collect();
+            let states = store::states(tx, &ctx.record_table, &ids, true).await?;
+            for id in &ids {
+                match states.iter().find(|(i, _, _)| i == id) {
+                    None => return Err(ApiError::NotFound),
+                    Some((_, _, true)) => {
+                        return Err(ApiError::bad_request(format!(
+                            "Record {id} is in the trash and cannot be updated."
+                        )))
+                    }
+                    Some(_) => {}
                 }
-                Some(_) => {}
             }
-        }
-        let fields = ctx.read_fields()?;
-        if items.iter().any(|i| i.if_updated_at.is_some()) {
-            let current = store::by_ids(&tx, &ctx.record_table, &[], &[], &ids).await?;
-            let stale: Vec<String> = items
-                .iter()
-                .filter(|i| {
-                    i.if_updated_at.as_ref().is_some_and(|want| {
-                        current
-                            .iter()
-                            .find(|r| r.id == i.id)
-                            .is_some_and(|r| format_ts(&r.updated_at) != *want)
+            if items.iter().any(|i| i.if_updated_at.is_some()) {
+                let current = store::by_ids(tx, &ctx.record_table, &[], &[], &ids).await?;
+                let stale: Vec<String> = items
+                    .iter()
+                    .filter(|i| {
+                        i.if_updated_at.as_ref().is_some_and(|want| {
+                            current
+                                .iter()
+                                .find(|r| r.id == i.id)
+                                .is_some_and(|r| format_ts(&r.updated_at) != *want)
+                        })
                     })
-                })
-                .map(|i| i.id.clone())
-                .collect();
-            if !stale.is_empty() {
-                let records =
-                    write::read_back(&tx, &ctx, &fields, &stale, shape, |_| Vec::new()).await?;
-                return Err(ApiError::ConflictWithRecords(
-                    "A record changed since you read it (if_updated_at).".into(),
-                    records,
-                ));
+                    .map(|i| i.id.clone())
+                    .collect();
+                if !stale.is_empty() {
+                    let fields = ctx.read_fields()?;
+                    let records =
+                        write::read_back(tx, ctx, &fields, &stale, shape, |_| Vec::new()).await?;
+                    return Err(ApiError::ConflictWithRecords(
+                        "A record changed since you read it (if_updated_at).".into(),
+                        records,
+                    ));
+                }
             }
-        }
-        let mut rows = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            rows.push((item.id.clone(), write::prepare_cells(&ctx, item.cells, i)?));
-        }
-        write::update(&tx, &ctx, &rows).await?;
-        events::record_events(
-            &tx,
-            &ctx.record_table,
-            events::RecordEvent::Updated,
-            &ids,
-            ids.len(),
-        )
-        .await?;
-        let records = write::read_back(&tx, &ctx, &fields, &ids, shape, |_| Vec::new()).await?;
-        tx.commit().await?;
-        Ok(reply::records_reply(records, &fields, shape))
-    })
+            let mut rows = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                rows.push((item.id.clone(), write::prepare_cells(ctx, item.cells, i)?));
+            }
+            write::update(tx, ctx, &rows).await?;
+            write::emit(tx, ctx, RecordEvent::Updated, &ids, ids.len()).await?;
+            write::reply(tx, ctx, &ids, shape).await
+        },
+    )
     .await
 }

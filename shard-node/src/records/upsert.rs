@@ -19,11 +19,14 @@ use std::collections::HashMap;
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use cluster_protocol::ids::{self, Kind};
+use deadpool_postgres::Transaction;
 use serde_json::{json, Map, Value};
 
 use super::cells::write::{resolve, Prepared};
+use super::events::RecordEvent;
 use super::reply::{self, Shape};
-use super::{batch, events, store, write};
+use super::write::{self, Ctx};
+use super::{batch, store};
 use crate::auth::Editor;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
@@ -123,175 +126,170 @@ pub async fn upsert(
     items: &[Value],
     shape: Shape,
 ) -> ApiResult<Map<String, Value>> {
-    let db = &state.db;
-    db.measured(DbOp::UpsertRecords, async {
-        let mut client = db.client().await?;
-        let tx = client.transaction().await?;
-        let ctx = write::Ctx::load(&tx, &state.schemas, database_id, table_id).await?;
-        let table = ctx.table()?;
-
-        // The merge fields, each once, in the order named.
-        let mut keys: Vec<&FieldRow> = Vec::new();
-        for r in merge_on {
-            let f = resolve(table, r).map_err(|e| match e {
-                ApiError::BadRequest(m) => ApiError::BadRequest(format!("merge_on: {m}")),
-                other => other,
-            })?;
-            if !mergeable(f) {
-                return Err(ApiError::bad_request(format!(
-                    "merge_on: field '{}' ({}) cannot be a merge key; use a text, long text, number, date, checkbox or single select field.",
-                    f.name,
-                    f.costume.as_str()
-                )));
-            }
-            if !keys.iter().any(|k| k.id == f.id) {
-                keys.push(f);
-            }
-        }
-
-        // Convert every record and take its key.
-        let mut rows: Vec<Prepared> = Vec::with_capacity(items.len());
-        let mut key_values: Vec<Vec<Value>> = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let cells = write::cells_of(item, i)?;
-            let prepared = write::prepare_cells(&ctx, cells, i)?;
-            let mut key = Vec::with_capacity(keys.len());
-            for f in &keys {
-                let Some(v) = prepared.columns.get(&f.id) else {
-                    return Err(ApiError::bad_request(format!(
-                        "records[{i}] must carry the merge field '{}'.",
-                        f.name
-                    )));
-                };
-                key.push(match (f.costume, v) {
-                    (Costume::Checkbox, Value::Null) => Value::Bool(false),
-                    _ => v.clone(),
-                });
-            }
-            if let Some(j) = key_values.iter().position(|k| *k == key) {
-                let shown: Vec<String> = keys
-                    .iter()
-                    .zip(&key)
-                    .map(|(f, v)| format!("'{}' = {}", f.name, show(v)))
-                    .collect();
-                return Err(ApiError::bad_request(format!(
-                    "records[{j}] and records[{i}] share the merge key ({}).",
-                    shown.join(", ")
-                )));
-            }
-            key_values.push(key);
-            rows.push(prepared);
-        }
-
-        // Match against the live records.
-        let cols: Vec<store::KeyColumn> = keys
-            .iter()
-            .enumerate()
-            .map(|(k, f)| store::KeyColumn {
-                field_id: f.id.clone(),
-                sql_type: f.sql_type.clone().unwrap_or_else(|| "text".into()),
-                boolean: f.costume == Costume::Checkbox,
-                nullable: key_values.iter().any(|kv| kv[k].is_null()),
-            })
-            .collect();
-        let docs: Vec<Value> = key_values
-            .iter()
-            .enumerate()
-            .map(|(n, kv)| {
-                let mut o = Map::new();
-                o.insert("n".into(), json!(n));
-                for (f, v) in keys.iter().zip(kv) {
-                    o.insert(f.id.clone(), v.clone());
-                }
-                Value::Object(o)
-            })
-            .collect();
-        let matches = store::match_keys(&tx, &ctx.record_table, &cols, &Value::Array(docs)).await?;
-        let mut matched: Vec<Option<String>> = vec![None; items.len()];
-        for (n, id) in matches {
-            let slot = matched
-                .get_mut(n)
-                .ok_or_else(|| anyhow::anyhow!("match for an unknown batch row"))?;
-            if let Some(first) = slot {
-                let names: Vec<&str> = keys.iter().map(|f| f.name.as_str()).collect();
-                return Err(ApiError::bad_request(format!(
-                    "records[{n}]: stored records {first} and {id} share its merge key ({}); merge_on must identify one record.",
-                    names.join(", ")
-                )));
-            }
-            *slot = Some(id);
-        }
-
-        // Lock the matched rows; one trashed or purged since the match is a 409.
-        let to_update: Vec<String> = matched.iter().flatten().cloned().collect();
-        if !to_update.is_empty() {
-            let states = store::states(&tx, &ctx.record_table, &to_update, true).await?;
-            let gone = to_update.iter().any(|id| {
-                !states
-                    .iter()
-                    .any(|(s, _, trashed)| s == id && !trashed)
-            });
-            if gone {
-                return Err(ApiError::ConflictWithRecords(
-                    "A record matched by merge_on was removed during this write; nothing was written.".into(),
-                    Vec::new(),
-                ));
-            }
-        }
-
-        let mut creates: Vec<(String, Prepared)> = Vec::new();
-        let mut updates: Vec<(String, Prepared)> = Vec::new();
-        let mut order: Vec<(String, bool)> = Vec::with_capacity(items.len());
-        for (prepared, m) in rows.into_iter().zip(matched) {
-            match m {
-                Some(id) => {
-                    order.push((id.clone(), false));
-                    updates.push((id, prepared));
-                }
-                None => {
-                    let id = ids::new_tagged(Kind::Record, &ctx.record_table.tag);
-                    order.push((id.clone(), true));
-                    creates.push((id, prepared));
-                }
-            }
-        }
-        if !creates.is_empty() {
-            write::insert(&tx, &ctx, user_id, &creates).await?;
-        }
-        if !updates.is_empty() {
-            write::update(&tx, &ctx, &updates).await?;
-        }
-        let created_ids: Vec<String> = creates.into_iter().map(|(id, _)| id).collect();
-        let updated_ids: Vec<String> = updates.into_iter().map(|(id, _)| id).collect();
-        events::record_events(
-            &tx,
-            &ctx.record_table,
-            events::RecordEvent::Created,
-            &created_ids,
-            items.len(),
-        )
-        .await?;
-        events::record_events(
-            &tx,
-            &ctx.record_table,
-            events::RecordEvent::Updated,
-            &updated_ids,
-            items.len(),
-        )
-        .await?;
-
-        let fields = ctx.read_fields()?;
-        let all: Vec<String> = order.iter().map(|(id, _)| id.clone()).collect();
-        let records = write::read_back(&tx, &ctx, &fields, &all, shape, |id| {
-            let created = order.iter().any(|(o, c)| o == id && *c);
-            vec![("created", Value::Bool(created))]
-        })
-        .await?;
-        tx.commit().await?;
-        let mut out = reply::records_reply(records, &fields, shape);
-        out.insert("created_records".into(), json!(created_ids));
-        out.insert("updated_records".into(), json!(updated_ids));
-        Ok(out)
-    })
+    write::in_transaction(
+        state,
+        DbOp::UpsertRecords,
+        database_id,
+        table_id,
+        async |tx, ctx| upsert_in(tx, ctx, user_id, merge_on, items, shape).await,
+    )
     .await
+}
+
+/// The upsert inside its transaction (committed by the caller on success).
+async fn upsert_in(
+    tx: &Transaction<'_>,
+    ctx: &Ctx,
+    user_id: &str,
+    merge_on: &[String],
+    items: &[Value],
+    shape: Shape,
+) -> ApiResult<Map<String, Value>> {
+    let table = ctx.table()?;
+
+    // The merge fields, each once, in the order named.
+    let mut keys: Vec<&FieldRow> = Vec::new();
+    for r in merge_on {
+        let f = resolve(table, r).map_err(|e| match e {
+            ApiError::BadRequest(m) => ApiError::BadRequest(format!("merge_on: {m}")),
+            other => other,
+        })?;
+        if !mergeable(f) {
+            return Err(ApiError::bad_request(format!(
+                "merge_on: field '{}' ({}) cannot be a merge key; use a text, long text, number, date, checkbox or single select field.",
+                f.name,
+                f.costume.as_str()
+            )));
+        }
+        if !keys.iter().any(|k| k.id == f.id) {
+            keys.push(f);
+        }
+    }
+
+    // Convert every record and take its key.
+    let mut rows: Vec<Prepared> = Vec::with_capacity(items.len());
+    let mut key_values: Vec<Vec<Value>> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let prepared = write::prepare_item(ctx, item, i)?;
+        let mut key = Vec::with_capacity(keys.len());
+        for f in &keys {
+            let Some(v) = prepared.columns.get(&f.id) else {
+                return Err(ApiError::bad_request(format!(
+                    "records[{i}] must carry the merge field '{}'.",
+                    f.name
+                )));
+            };
+            key.push(match (f.costume, v) {
+                (Costume::Checkbox, Value::Null) => Value::Bool(false),
+                _ => v.clone(),
+            });
+        }
+        if let Some(j) = key_values.iter().position(|k| *k == key) {
+            let shown: Vec<String> = keys
+                .iter()
+                .zip(&key)
+                .map(|(f, v)| format!("'{}' = {}", f.name, show(v)))
+                .collect();
+            return Err(ApiError::bad_request(format!(
+                "records[{j}] and records[{i}] share the merge key ({}).",
+                shown.join(", ")
+            )));
+        }
+        key_values.push(key);
+        rows.push(prepared);
+    }
+
+    // Match against the live records.
+    let cols: Vec<store::KeyColumn> = keys
+        .iter()
+        .enumerate()
+        .map(|(k, f)| store::KeyColumn {
+            field_id: f.id.clone(),
+            sql_type: f.sql_type.clone().unwrap_or_else(|| "text".into()),
+            boolean: f.costume == Costume::Checkbox,
+            nullable: key_values.iter().any(|kv| kv[k].is_null()),
+        })
+        .collect();
+    let docs: Vec<Value> = key_values
+        .iter()
+        .enumerate()
+        .map(|(n, kv)| {
+            let mut o = Map::new();
+            o.insert("n".into(), json!(n));
+            for (f, v) in keys.iter().zip(kv) {
+                o.insert(f.id.clone(), v.clone());
+            }
+            Value::Object(o)
+        })
+        .collect();
+    let matches = store::match_keys(tx, &ctx.record_table, &cols, &Value::Array(docs)).await?;
+    let mut matched: Vec<Option<String>> = vec![None; items.len()];
+    for (n, id) in matches {
+        let slot = matched
+            .get_mut(n)
+            .ok_or_else(|| anyhow::anyhow!("match for an unknown batch row"))?;
+        if let Some(first) = slot {
+            let names: Vec<&str> = keys.iter().map(|f| f.name.as_str()).collect();
+            return Err(ApiError::bad_request(format!(
+                "records[{n}]: stored records {first} and {id} share its merge key ({}); merge_on must identify one record.",
+                names.join(", ")
+            )));
+        }
+        *slot = Some(id);
+    }
+
+    // Lock the matched rows; one trashed or purged since the match is a 409.
+    let to_update: Vec<String> = matched.iter().flatten().cloned().collect();
+    if !to_update.is_empty() {
+        let states = store::states(tx, &ctx.record_table, &to_update, true).await?;
+        let gone = to_update
+            .iter()
+            .any(|id| !states.iter().any(|(s, _, trashed)| s == id && !trashed));
+        if gone {
+            return Err(ApiError::ConflictWithRecords(
+                "A record matched by merge_on was removed during this write; nothing was written."
+                    .into(),
+                Vec::new(),
+            ));
+        }
+    }
+
+    let mut creates: Vec<(String, Prepared)> = Vec::new();
+    let mut updates: Vec<(String, Prepared)> = Vec::new();
+    let mut order: Vec<(String, bool)> = Vec::with_capacity(items.len());
+    for (prepared, m) in rows.into_iter().zip(matched) {
+        match m {
+            Some(id) => {
+                order.push((id.clone(), false));
+                updates.push((id, prepared));
+            }
+            None => {
+                let id = ids::new_tagged(Kind::Record, &ctx.record_table.tag);
+                order.push((id.clone(), true));
+                creates.push((id, prepared));
+            }
+        }
+    }
+    if !creates.is_empty() {
+        write::insert(tx, ctx, user_id, &creates).await?;
+    }
+    if !updates.is_empty() {
+        write::update(tx, ctx, &updates).await?;
+    }
+    let created_ids: Vec<String> = creates.into_iter().map(|(id, _)| id).collect();
+    let updated_ids: Vec<String> = updates.into_iter().map(|(id, _)| id).collect();
+    write::emit(tx, ctx, RecordEvent::Created, &created_ids, items.len()).await?;
+    write::emit(tx, ctx, RecordEvent::Updated, &updated_ids, items.len()).await?;
+
+    let fields = ctx.read_fields()?;
+    let all: Vec<String> = order.iter().map(|(id, _)| id.clone()).collect();
+    let records = write::read_back(tx, ctx, &fields, &all, shape, |id| {
+        let created = order.iter().any(|(o, c)| o == id && *c);
+        vec![("created", Value::Bool(created))]
+    })
+    .await?;
+    let mut out = reply::records_reply(records, &fields, shape);
+    out.insert("created_records".into(), json!(created_ids));
+    out.insert("updated_records".into(), json!(updated_ids));
+    Ok(out)
 }

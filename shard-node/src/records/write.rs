@@ -1,22 +1,47 @@
-//! The write path shared by create, update and upsert: convert cells,
-//! write columns and links in the caller's transaction, bump the other end
-//! of link writes, read the records back inside the transaction.
+//! The write path shared by create, update and upsert: one transaction
+//! with the table's [`Ctx`] ([`in_transaction`]), convert cells, write
+//! columns and links, bump the other end of link writes, hand the events
+//! to webhooks, read the records back inside the transaction.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use deadpool_postgres::GenericClient;
+use deadpool_postgres::{GenericClient, Transaction};
 use serde_json::{Map, Value};
 
 use super::cells::read;
 use super::cells::write::{prepare, Prepared};
+use super::events::{self, RecordEvent};
 use super::reply::{self, ReadField, Shape};
 use super::store;
 use super::table::RecordTable;
 use crate::error::{ApiError, ApiResult};
 use crate::schema::cache::SchemaCache;
 use crate::schema::{DatabaseSchema, TableSchema};
+use crate::state::{AppState, DbOp};
 use crate::tenant_schema;
+
+/// Runs one record write, timed as `op`: opens a transaction, loads the
+/// addressed table's [`Ctx`] (404 when it is not there), runs `write` and
+/// commits only when it succeeds; an error rolls everything back.
+pub async fn in_transaction<T>(
+    state: &AppState,
+    op: DbOp,
+    database_id: &str,
+    table_id: &str,
+    write: impl AsyncFnOnce(&Transaction<'_>, &Ctx) -> ApiResult<T>,
+) -> ApiResult<T> {
+    let db = &state.db;
+    db.measured(op, async {
+        let mut client = db.client().await?;
+        let tx = client.transaction().await?;
+        let ctx = Ctx::load(&tx, &state.schemas, database_id, table_id).await?;
+        let out = write(&tx, &ctx).await?;
+        tx.commit().await?;
+        Ok(out)
+    })
+    .await
+}
 
 /// Everything one write needs about its table.
 pub struct Ctx {
@@ -72,6 +97,11 @@ pub fn cells_of<'a>(item: &'a Value, i: usize) -> ApiResult<Option<&'a Map<Strin
             "records[{i}].fields must be an object."
         ))),
     }
+}
+
+/// Converts the `i`-th batch item: its `fields` object, then its cells.
+pub fn prepare_item(ctx: &Ctx, item: &Value, i: usize) -> ApiResult<Prepared> {
+    prepare_cells(ctx, cells_of(item, i)?, i)
 }
 
 /// Converts one record's cells (prefixing refusals with its position).
@@ -221,4 +251,30 @@ pub async fn read_back(
             reply::record_json(r, fields, shape, &extras)
         })
         .collect())
+}
+
+/// Hands the write's `event` for `ids` to webhooks, inside the write's
+/// transaction (see [`events`]); `batch_len` is how many records the
+/// request wrote.
+pub async fn emit(
+    tx: &impl GenericClient,
+    ctx: &Ctx,
+    event: RecordEvent,
+    ids: &[String],
+    batch_len: usize,
+) -> ApiResult<()> {
+    events::record_events(tx, &ctx.record_table, event, ids, batch_len).await
+}
+
+/// The reply of a create or update: `ids` read back inside the write's
+/// transaction with every field, shaped as `shape` asks.
+pub async fn reply(
+    tx: &impl GenericClient,
+    ctx: &Ctx,
+    ids: &[String],
+    shape: Shape,
+) -> ApiResult<Map<String, Value>> {
+    let fields = ctx.read_fields()?;
+    let records = read_back(tx, ctx, &fields, ids, shape, |_| Vec::new()).await?;
+    Ok(reply::records_reply(records, &fields, shape))
 }
