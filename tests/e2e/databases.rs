@@ -2,7 +2,7 @@
 
 use cluster_protocol::control::Role;
 use cluster_protocol::error::forbidden;
-use e2e_tests::{cluster, shard_postgres, unique, Person};
+use e2e_tests::{cluster, id, ids_in, shard_postgres, unique, Person};
 use futures::future::join_all;
 use serde_json::json;
 
@@ -148,23 +148,10 @@ async fn list_includes_shared_and_support_databases_only() {
         .await
         .unwrap();
     let list = guest.api.get("/api/databases").await;
-    let ids: Vec<&str> = list.expect_ok()["databases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["id"].as_str().unwrap())
-        .collect();
-    let mut expected = vec![
-        shared["id"].as_str().unwrap(),
-        supported["id"].as_str().unwrap(),
-    ];
-    expected.sort_by_key(|id| {
-        if *id == shared["id"].as_str().unwrap() {
-            shared["position"].as_i64()
-        } else {
-            supported["position"].as_i64()
-        }
-    });
+    let ids = ids_in(list.expect_ok(), "databases");
+    let mut expected = vec![&shared, &supported];
+    expected.sort_by_key(|db| db["position"].as_i64());
+    let expected: Vec<String> = expected.into_iter().map(id).collect();
     assert_eq!(ids, expected);
 }
 

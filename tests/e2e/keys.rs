@@ -3,7 +3,7 @@
 
 use cluster_protocol::control::{Access, DatabaseScope, UpdateKey};
 use cluster_protocol::error::forbidden;
-use e2e_tests::{cluster, unique, Person};
+use e2e_tests::{cluster, ids_in, unique, Person};
 use serde_json::json;
 
 #[tokio::test]
@@ -61,8 +61,7 @@ async fn a_suspended_account_gets_401_until_unsuspended() {
 #[tokio::test]
 async fn a_read_only_key_refuses_every_write_whatever_the_role() {
     let owner = Person::new().await;
-    let db = owner.api.create_database(&unique("ro")).await;
-    let db_id = db["id"].as_str().unwrap();
+    let db_id = &owner.api.new_database("ro").await;
     let table = owner.api.create_table(db_id, "Tasks").await;
     let (_, ro) = owner
         .another_key(Access::ReadOnly, DatabaseScope::All)
@@ -122,13 +121,7 @@ async fn a_narrowed_key_sees_only_its_databases_and_cannot_create_one() {
     let who = narrow.get("/api/meta/whoami").await;
     assert_eq!(who.expect_ok()["key"]["databases"], json!([a_id]));
     let list = narrow.get("/api/databases").await;
-    let ids: Vec<&str> = list.expect_ok()["databases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, vec![a_id.as_str()]);
+    assert_eq!(ids_in(list.expect_ok(), "databases"), vec![a_id.clone()]);
 
     narrow
         .get(&format!("/api/databases/{a_id}/tables"))
@@ -154,8 +147,7 @@ async fn a_narrowed_key_sees_only_its_databases_and_cannot_create_one() {
 #[tokio::test]
 async fn key_updates_apply_without_a_new_secret() {
     let owner = Person::new().await;
-    let db = owner.api.create_database(&unique("upd")).await;
-    let db_id = db["id"].as_str().unwrap();
+    let db_id = &owner.api.new_database("upd").await;
     let cp = &cluster().control_plane;
     cp.update_key(
         &owner.key_id,

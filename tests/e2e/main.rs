@@ -3,6 +3,7 @@
 mod auth;
 mod databases;
 mod fields;
+mod fixtures;
 mod keys;
 mod rate_limits;
 mod records;

@@ -3,176 +3,13 @@
 //! writes per costume, all-or-nothing batches, PATCH rules and the 409,
 //! upsert, pressing a button.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use cluster_protocol::control::Role;
-use e2e_tests::{cluster, shard_postgres, unique, Person};
+use e2e_tests::{database_postgres, id, Person};
 use serde_json::{json, Value};
 
-pub fn id(v: &Value) -> String {
-    v["id"].as_str().expect("id").to_owned()
-}
-
-/// Record ids of a list or write reply, in order.
-pub fn rec_ids(reply: &Value) -> Vec<String> {
-    reply["records"]
-        .as_array()
-        .expect("records")
-        .iter()
-        .map(id)
-        .collect()
-}
-
-/// A database with two tables: People (Name, Age) and Tasks with text,
-/// number, date, select, checkbox, long text, link, lookup, formula,
-/// button and a unique text field; five tasks.
-pub struct Fx {
-    pub person: Person,
-    pub db: String,
-    pub people: String,
-    pub tasks: String,
-    /// field name -> id on Tasks
-    pub f: HashMap<&'static str, String>,
-    pub ann: String,
-    pub bob: String,
-    /// r[0..5] as described in `fixture`.
-    pub r: Vec<String>,
-}
-
-impl Fx {
-    pub fn records(&self) -> String {
-        format!("/api/tables/{}/records", self.tasks)
-    }
-    /// GET the task list with a query string; asserts 200.
-    pub async fn list(&self, query: &str) -> Value {
-        self.person
-            .api
-            .get(&format!("{}?{query}", self.records()))
-            .await
-            .expect_ok()
-            .clone()
-    }
-    /// Indexes into `r` of the records a filter returns (sorted).
-    pub async fn matching(&self, filter: Value) -> Vec<usize> {
-        let q = urlencode(&filter.to_string());
-        let reply = self.list(&format!("filter={q}")).await;
-        let mut out: Vec<usize> = rec_ids(&reply)
-            .iter()
-            .map(|i| {
-                self.r
-                    .iter()
-                    .position(|x| x == i)
-                    .expect("a fixture record")
-            })
-            .collect();
-        out.sort();
-        out
-    }
-}
-
-pub fn urlencode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-pub async fn fixture() -> Fx {
-    let person = Person::new().await;
-    let api = &person.api;
-    let db = id(&api.create_database(&unique("rec")).await);
-    let people = id(&api.create_table(&db, "People").await);
-    let p_name = id(&api
-        .create_field(&people, json!({"name": "Name", "type": "single_line_text"}))
-        .await);
-    api.create_field(&people, json!({"name": "Age", "type": "number"}))
-        .await;
-    let tasks = id(&api.create_table(&db, "Tasks").await);
-    let mut f: HashMap<&'static str, String> = HashMap::new();
-    for (name, body) in [
-        ("Title", json!({"type": "single_line_text"})),
-        ("Points", json!({"type": "number"})),
-        ("Due", json!({"type": "date"})),
-        (
-            "Status",
-            json!({"type": "single_select", "options": {"choices": [{"name": "To do"}, {"name": "Doing"}, {"name": "Done"}]}}),
-        ),
-        ("Done", json!({"type": "checkbox"})),
-        ("Note", json!({"type": "long_text"})),
-        (
-            "Owner",
-            json!({"type": "link", "options": {"target_table_id": people}}),
-        ),
-        (
-            "Code",
-            json!({"type": "single_line_text", "options": {"unique": true}}),
-        ),
-    ] {
-        let mut body = body;
-        body["name"] = json!(name);
-        f.insert(name, id(&api.create_field(&tasks, body).await));
-    }
-    let lookup = api
-        .create_field(
-            &tasks,
-            json!({"name": "Owner Name", "type": "lookup", "options": {"link_field_id": f["Owner"], "target_field_id": p_name}}),
-        )
-        .await;
-    assert_eq!(lookup["type"], "lookup_text");
-    f.insert("Owner Name", id(&lookup));
-    let double = api
-        .create_field(
-            &tasks,
-            json!({"name": "Double", "type": "formula", "options": {"expression": "{Points} * 2"}}),
-        )
-        .await;
-    f.insert("Double", id(&double));
-    let go = api
-        .create_field(
-            &tasks,
-            json!({"name": "Go", "type": "button", "options": {"url_template": "https://example.test/t?title={Title}&p={Points}&s={Status}&o={Owner}&x={Nope}"}}),
-        )
-        .await;
-    f.insert("Go", id(&go));
-
-    let made = api
-        .post(
-            &format!("/api/tables/{people}/records"),
-            json!({"records": [{"fields": {"Name": "Ann", "Age": 30}}, {"fields": {"Name": "Bob", "Age": 40}}]}),
-        )
-        .await;
-    let folks = rec_ids(made.expect_ok());
-    let (ann, bob) = (folks[0].clone(), folks[1].clone());
-    let made = api
-        .post(
-            &format!("/api/tables/{tasks}/records"),
-            json!({"records": [
-                {"fields": {"Title": "Write spec", "Points": 5, "Due": "2026-01-10", "Status": "Doing", "Done": true, "Note": "50% done", "Owner": [ann], "Code": "A1"}},
-                {"fields": {"Title": "Review", "Points": 3, "Due": "2026-02-01", "Status": "To do", "Note": "500 lines", "Owner": [{"id": bob}], "Code": "B2"}},
-                {"fields": {"Title": "Ship", "Points": null, "Done": false}},
-                {"fields": {"Title": "", "Points": 8, "Due": "2026-03-15", "Status": "Done", "Owner": [ann, bob]}},
-                {"fields": {"Title": "Plan_b", "Points": 1, "Due": "2025-12-31", "Status": "To do", "Note": "a_b"}},
-            ]}),
-        )
-        .await;
-    let r = rec_ids(made.expect_ok());
-    assert_eq!(r.len(), 5);
-    Fx {
-        person,
-        db,
-        people,
-        tasks,
-        f,
-        ann,
-        bob,
-        r,
-    }
-}
+use crate::fixtures::{fixture, rec_ids, record_in, urlencode};
 
 #[tokio::test]
 async fn writes_read_back_in_every_costume_shape() {
@@ -324,32 +161,17 @@ async fn read_parameters_and_their_400s() {
         .await;
     let status = fx.f["Status"].clone();
     assert_eq!(r["field_names"].as_object().unwrap().len(), 2);
-    let rec = r["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| id(x) == fx.r[0])
-        .unwrap();
+    let rec = record_in(&r, &fx.r[0]);
     assert_ne!(rec["fields"][&status], "Doing");
     assert_eq!(rec["fields"].as_object().unwrap().len(), 2);
     // flat: cells on the record, internal keys win.
     let r = fx.list("flat=true&fields=Title").await;
-    let rec = r["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| id(x) == fx.r[0])
-        .unwrap();
+    let rec = record_in(&r, &fx.r[0]);
     assert_eq!(rec["Title"], "Write spec");
     assert!(rec.get("fields").is_none() && rec.get("created_at").is_some());
     // link_display_cap on GET; the POST route ignores it.
     let r = fx.list("fields=Owner&link_display_cap=1").await;
-    let rec = r["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| id(x) == fx.r[3])
-        .unwrap();
+    let rec = record_in(&r, &fx.r[3]);
     assert_eq!(rec["fields"]["Owner"][0]["display"], "Ann");
     assert_eq!(
         rec["fields"]["Owner"][1],
@@ -805,8 +627,7 @@ async fn upsert_matches_creates_and_refuses() {
         .await;
     assert_eq!(r.expect_ok()["records"][0]["created"], true);
     // Viewers may not upsert.
-    let viewer = Person::new().await;
-    viewer.join(&fx.db, Role::Viewer).await;
+    let viewer = Person::member(&fx.db, Role::Viewer).await;
     viewer
         .api
         .put(
@@ -864,14 +685,8 @@ async fn pressing_a_button() {
         .expect_error(404, "not_found");
     // A webhook button is refused until webhook delivery exists: no reply
     // may claim a delivery that did not happen.
-    let shard = cluster()
-        .control_plane
-        .database(&fx.db)
-        .await
-        .expect("placement")
-        .shard;
     let hook = format!("whk_{}press01", &fx.db[3..8]);
-    shard_postgres(&shard)
+    database_postgres(&fx.db)
         .await
         .execute(
             "INSERT INTO webhooks (id, database_id, table_id) VALUES ($1, $2, $3)",
@@ -894,8 +709,7 @@ async fn pressing_a_button() {
         "Webhook buttons can't be pressed yet: webhook delivery is not available."
     );
     // Editor role: viewers are refused.
-    let viewer = Person::new().await;
-    viewer.join(&fx.db, Role::Viewer).await;
+    let viewer = Person::member(&fx.db, Role::Viewer).await;
     viewer
         .api
         .post(&press(&fx.r[0]), json!({"field_id": "Go"}))

@@ -2,7 +2,7 @@
 
 use cluster_protocol::control::Role;
 use cluster_protocol::error::forbidden;
-use e2e_tests::{cluster, unique, Person};
+use e2e_tests::{cluster, Person};
 use serde_json::json;
 
 #[tokio::test]
@@ -11,8 +11,7 @@ async fn roles_decide_what_a_member_may_do() {
     let editor = Person::new().await;
     let viewer = Person::new().await;
     let stranger = Person::new().await;
-    let db = owner.api.create_database(&unique("roles")).await;
-    let db_id = db["id"].as_str().unwrap();
+    let db_id = &owner.api.new_database("roles").await;
     editor.join(db_id, Role::Editor).await;
     viewer.join(db_id, Role::Viewer).await;
     let tables = format!("/api/databases/{db_id}/tables");
@@ -86,8 +85,7 @@ async fn roles_decide_what_a_member_may_do() {
 async fn support_access_reads_everything_and_writes_nothing() {
     let owner = Person::new().await;
     let support = Person::new().await;
-    let db = owner.api.create_database(&unique("sup")).await;
-    let db_id = db["id"].as_str().unwrap();
+    let db_id = &owner.api.new_database("sup").await;
     let t = owner.api.create_table(db_id, "T").await;
     let tpath = format!("/api/tables/{}", t["id"].as_str().unwrap());
     support.api.get(&tpath).await.expect_error(404, "not_found");
@@ -131,8 +129,7 @@ async fn support_access_reads_everything_and_writes_nothing() {
 async fn membership_changes_reach_the_router_at_once() {
     let owner = Person::new().await;
     let guest = Person::new().await;
-    let db = owner.api.create_database(&unique("m")).await;
-    let db_id = db["id"].as_str().unwrap();
+    let db_id = &owner.api.new_database("m").await;
     let path = format!("/api/databases/{db_id}/tables");
     guest.api.get(&path).await.expect_error(404, "not_found");
     guest.join(db_id, Role::Viewer).await;

@@ -1,12 +1,11 @@
 //! The router's own answers: unknown paths, odd ids, unknown routing tags.
 
-use e2e_tests::{unique, Person};
+use e2e_tests::Person;
 
 #[tokio::test]
 async fn unknown_paths_and_odd_ids_are_404_in_the_envelope() {
     let person = Person::new().await;
-    let db = person.api.create_database(&unique("route")).await;
-    let db_id = db["id"].as_str().unwrap();
+    let db_id = &person.api.new_database("route").await;
     let paths = [
         "/api/nothing".to_string(),
         "/nothing".to_string(),

@@ -4,7 +4,7 @@ use cluster_protocol::control::{Access, Role};
 use cluster_protocol::principal::{
     Principal, HEADER_PRINCIPAL, HEADER_SIGNATURE, HEADER_TIMESTAMP,
 };
-use e2e_tests::{cluster, unique, Person};
+use e2e_tests::{cluster, Person};
 
 fn shard_urls() -> Vec<String> {
     cluster()
@@ -32,8 +32,7 @@ fn principal(user_id: &str, database_id: &str) -> Principal {
 #[tokio::test]
 async fn unsigned_or_forged_requests_are_refused_and_a_misplaced_one_is_421() {
     let person = Person::new().await;
-    let db = person.api.create_database(&unique("direct")).await;
-    let db_id = db["id"].as_str().unwrap();
+    let db_id = &person.api.new_database("direct").await;
     let home = cluster().control_plane.database(db_id).await.unwrap().shard;
     let shards = cluster().control_plane.shards().await.unwrap().shards;
     let http = reqwest::Client::new();

@@ -1,15 +1,14 @@
 //! Part B, Tables: create, list, get, rename, delete, the cap, and the real
 //! Postgres table behind each one.
 
-use e2e_tests::{cluster, shard_postgres, unique, Person};
+use e2e_tests::{database_postgres, id, unique, Person};
 use futures::future::join_all;
 use serde_json::json;
 
 #[tokio::test]
 async fn a_table_is_a_real_postgres_table_with_the_five_internal_columns() {
     let person = Person::new().await;
-    let db = person.api.create_database(&unique("t")).await;
-    let db_id = db["id"].as_str().unwrap();
+    let db_id = &person.api.new_database("t").await;
     let table = person.api.create_table(db_id, "  Projects ").await;
     let tid = table["id"].as_str().unwrap();
     assert!(
@@ -17,13 +16,12 @@ async fn a_table_is_a_real_postgres_table_with_the_five_internal_columns() {
         "table id carries the database's tag"
     );
     assert_eq!(table["name"], "  Projects ", "stored untrimmed");
-    assert_eq!(table["database_id"], db_id);
+    assert_eq!(table["database_id"], db_id.as_str());
     assert_eq!(table["position"], 0);
     assert_eq!(table["display_field_id"], json!(null));
     assert_eq!(table["fields"], json!([]));
 
-    let shard = cluster().control_plane.database(db_id).await.unwrap().shard;
-    let pg = shard_postgres(&shard).await;
+    let pg = database_postgres(db_id).await;
     let cols: Vec<String> = pg
         .query(
             "SELECT column_name::text FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY column_name",
@@ -44,7 +42,7 @@ async fn a_table_is_a_real_postgres_table_with_the_five_internal_columns() {
 async fn list_get_rename_delete() {
     let person = Person::new().await;
     let db = person.api.create_database(&unique("t")).await;
-    let db_id = db["id"].as_str().unwrap();
+    let db_id = &id(&db);
     let a = person.api.create_table(db_id, "A").await;
     let b = person.api.create_table(db_id, "B").await;
     assert_eq!(b["position"], 1);
@@ -115,8 +113,7 @@ async fn list_get_rename_delete() {
         .await;
     assert_eq!(list.expect_ok()["tables"], json!([]));
 
-    let shard = cluster().control_plane.database(db_id).await.unwrap().shard;
-    let pg = shard_postgres(&shard).await;
+    let pg = database_postgres(db_id).await;
     let left = pg
         .query(
             "SELECT 1 FROM information_schema.tables WHERE table_schema = $1",
@@ -130,8 +127,7 @@ async fn list_get_rename_delete() {
 #[tokio::test]
 async fn create_and_rename_validate_the_body() {
     let person = Person::new().await;
-    let db = person.api.create_database(&unique("t")).await;
-    let db_id = db["id"].as_str().unwrap();
+    let db_id = &person.api.new_database("t").await;
     let path = format!("/api/databases/{db_id}/tables");
     for body in [
         json!({}),
@@ -182,8 +178,7 @@ async fn create_and_rename_validate_the_body() {
 #[tokio::test]
 async fn a_database_holds_at_most_200_tables() {
     let person = Person::new().await;
-    let db = person.api.create_database(&unique("cap")).await;
-    let db_id = db["id"].as_str().unwrap();
+    let db_id = &person.api.new_database("cap").await;
     let path = format!("/api/databases/{db_id}/tables");
     for chunk in (0..200).collect::<Vec<_>>().chunks(10) {
         for r in join_all(

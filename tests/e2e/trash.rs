@@ -5,10 +5,10 @@
 use std::collections::HashSet;
 
 use cluster_protocol::control::Role;
-use e2e_tests::Person;
+use e2e_tests::{id, Person};
 use serde_json::{json, Value};
 
-use crate::records::{fixture, id, rec_ids, urlencode};
+use crate::fixtures::{fixture, rec_ids, urlencode};
 
 #[tokio::test]
 async fn trash_restore_purge() {
@@ -122,10 +122,8 @@ async fn trash_roles() {
     let fx = fixture().await;
     let records = fx.records();
     let trash = format!("/api/tables/{}/trash", fx.tasks);
-    let editor = Person::new().await;
-    editor.join(&fx.db, Role::Editor).await;
-    let viewer = Person::new().await;
-    viewer.join(&fx.db, Role::Viewer).await;
+    let editor = Person::member(&fx.db, Role::Editor).await;
+    let viewer = Person::member(&fx.db, Role::Viewer).await;
 
     // An editor may not trash the owner's records (403, nothing deleted) ...
     let r = editor

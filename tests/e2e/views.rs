@@ -3,10 +3,10 @@
 //! columns in order, bookmarks tied to the view's ordering).
 
 use cluster_protocol::control::Role;
-use e2e_tests::Person;
+use e2e_tests::{id, Person};
 use serde_json::{json, Value};
 
-use crate::records::{fixture, id, rec_ids, urlencode};
+use crate::fixtures::{fixture, rec_ids, urlencode};
 
 #[tokio::test]
 async fn views_crud() {
@@ -52,8 +52,7 @@ async fn views_crud() {
     let listed = api.get(&path).await.expect_ok()["views"].clone();
     assert_eq!(listed.as_array().unwrap().len(), 2);
     // Viewers read views but cannot change them.
-    let viewer = Person::new().await;
-    viewer.join(&fx.db, Role::Viewer).await;
+    let viewer = Person::member(&fx.db, Role::Viewer).await;
     assert_eq!(
         viewer.api.get(&path).await.expect_ok()["views"]
             .as_array()

@@ -173,48 +173,34 @@ impl Api {
         }
     }
 
+    /// Sends `body` serialized as JSON.
+    pub async fn send_json(&self, method: reqwest::Method, path: &str, body: &Value) -> Reply {
+        let bytes = serde_json::to_vec(body).expect("a JSON value serializes");
+        self.send(method, path, Some(bytes)).await
+    }
+
     pub async fn get(&self, path: &str) -> Reply {
         self.send(reqwest::Method::GET, path, None).await
     }
     pub async fn post(&self, path: &str, body: Value) -> Reply {
-        self.send(
-            reqwest::Method::POST,
-            path,
-            Some(serde_json::to_vec(&body).unwrap()),
-        )
-        .await
+        self.send_json(reqwest::Method::POST, path, &body).await
     }
     pub async fn post_raw(&self, path: &str, raw: &str) -> Reply {
         self.send(reqwest::Method::POST, path, Some(raw.as_bytes().to_vec()))
             .await
     }
     pub async fn patch(&self, path: &str, body: Value) -> Reply {
-        self.send(
-            reqwest::Method::PATCH,
-            path,
-            Some(serde_json::to_vec(&body).unwrap()),
-        )
-        .await
+        self.send_json(reqwest::Method::PATCH, path, &body).await
     }
     pub async fn patch_raw(&self, path: &str, raw: &str) -> Reply {
         self.send(reqwest::Method::PATCH, path, Some(raw.as_bytes().to_vec()))
             .await
     }
     pub async fn put(&self, path: &str, body: Value) -> Reply {
-        self.send(
-            reqwest::Method::PUT,
-            path,
-            Some(serde_json::to_vec(&body).unwrap()),
-        )
-        .await
+        self.send_json(reqwest::Method::PUT, path, &body).await
     }
     pub async fn delete_with(&self, path: &str, body: Value) -> Reply {
-        self.send(
-            reqwest::Method::DELETE,
-            path,
-            Some(serde_json::to_vec(&body).unwrap()),
-        )
-        .await
+        self.send_json(reqwest::Method::DELETE, path, &body).await
     }
     pub async fn delete(&self, path: &str) -> Reply {
         self.send(reqwest::Method::DELETE, path, None).await
@@ -226,6 +212,11 @@ impl Api {
             .post("/api/databases", serde_json::json!({ "name": name }))
             .await;
         r.expect_ok()["database"].clone()
+    }
+
+    /// Creates a database named `unique(prefix)`; returns its id.
+    pub async fn new_database(&self, prefix: &str) -> String {
+        id(&self.create_database(&unique(prefix)).await)
     }
 
     /// Creates a table and returns it.
@@ -299,6 +290,13 @@ impl Person {
         (key.id, Api::with_token(&key.token))
     }
 
+    /// A new person who is a member of `database_id` with `role`.
+    pub async fn member(database_id: &str, role: Role) -> Self {
+        let person = Self::new().await;
+        person.join(database_id, role).await;
+        person
+    }
+
     pub async fn join(&self, database_id: &str, role: Role) {
         cluster()
             .control_plane
@@ -306,6 +304,31 @@ impl Person {
             .await
             .expect("add member");
     }
+}
+
+/// The `id` of an API object.
+pub fn id(v: &Value) -> String {
+    v["id"].as_str().expect("an id").to_owned()
+}
+
+/// The ids of the objects listed under `key` in a reply, in order.
+pub fn ids_in(reply: &Value, key: &str) -> Vec<String> {
+    reply[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("a list under {key}: {reply}"))
+        .iter()
+        .map(id)
+        .collect()
+}
+
+/// Connects to the PostgreSQL of the shard that holds `database_id`.
+pub async fn database_postgres(database_id: &str) -> tokio_postgres::Client {
+    let placement = cluster()
+        .control_plane
+        .database(database_id)
+        .await
+        .expect("placement");
+    shard_postgres(&placement.shard).await
 }
 
 /// Connects to a shard's PostgreSQL by its registered DSN.

@@ -77,13 +77,7 @@ async fn buttons_are_validated() {
     button("Hook", json!({"webhook_id": ghost}))
         .await
         .expect_error(404, "not_found");
-    let hook = format!("whk_{}hook001", &d.id[3..8]);
-    d.pg.execute(
-        "INSERT INTO webhooks (id, database_id, table_id) VALUES ($1, $2, $3)",
-        &[&hook, &d.id, &t],
-    )
-    .await
-    .unwrap();
+    let hook = d.webhook(&t, "hook001", None).await;
     let h = button("Hook", json!({"webhook_id": hook, "label": "Ping"}))
         .await
         .expect_ok()["field"]

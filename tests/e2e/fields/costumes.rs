@@ -362,12 +362,7 @@ async fn unknown_option_keys_are_named_and_stored_keys_tolerated() {
     )
     .await
     .unwrap();
-    d.pg.execute(
-        "UPDATE databases SET schema_version = schema_version + 1 WHERE id = $1",
-        &[&d.id],
-    )
-    .await
-    .unwrap();
+    d.bump_schema_version().await;
     let r = d
         .patch(&id(&n), json!({"options": {"legacy": 2, "decimals": 0}}))
         .await;

@@ -18,14 +18,8 @@ async fn deleting_a_field_drops_its_column_and_tidies_references() {
         )
         .await;
     let n = d.field(&t, json!({"name": "N", "type": "number"})).await;
-    let hook = format!("whk_{}watch01", &d.id[3..8]);
     let watched = vec![id(&title), id(&n)];
-    d.pg.execute(
-        "INSERT INTO webhooks (id, database_id, table_id, watched_field_ids) VALUES ($1, $2, $3, $4)",
-        &[&hook, &d.id, &t, &watched],
-    )
-    .await
-    .unwrap();
+    let hook = d.webhook(&t, "watch01", Some(&watched)).await;
     assert_eq!(d.get_table(&t).await["display_field_id"], title["id"]);
     assert_eq!(d.indexes_on(&t, &id(&title)).await.len(), 1);
     let r = d.delete(&id(&title)).await;
@@ -37,14 +31,7 @@ async fn deleting_a_field_drops_its_column_and_tidies_references() {
         n["id"],
         "the display field moves on"
     );
-    let left: Vec<String> =
-        d.pg.query_one(
-            "SELECT watched_field_ids FROM webhooks WHERE id = $1",
-            &[&hook],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let left = d.watched_field_ids(&hook).await;
     assert_eq!(left, vec![id(&n)]);
     d.delete(&id(&title)).await.expect_error(404, "not_found");
     d.delete(&id(&n)).await.expect_ok();
@@ -84,14 +71,8 @@ async fn deleting_a_link_takes_its_mirror_connector_and_riders() {
     let r1 = d.field(&a, json!({"type": "rollup", "options": {"link_field_id": id(&link), "aggregation": "count"}})).await;
     let l2 = d.field(&b, json!({"type": "lookup", "options": {"link_field_id": mirror, "target_field_id": id(&a_text)}})).await;
     let keep = d.field(&a, json!({"type": "lookup", "options": {"link_field_id": id(&other_link), "target_field_id": id(&b_name)}})).await;
-    let hook = format!("whk_{}watch02", &d.id[3..8]);
     let watched = vec![id(&link), mirror.clone(), id(&l1), id(&b_num)];
-    d.pg.execute(
-        "INSERT INTO webhooks (id, database_id, table_id, watched_field_ids) VALUES ($1, $2, $3, $4)",
-        &[&hook, &d.id, &a, &watched],
-    )
-    .await
-    .unwrap();
+    let hook = d.webhook(&a, "watch02", Some(&watched)).await;
     let connector = format!("lnk_{}", id(&link));
     assert!(d.relation_exists(&connector).await);
     d.delete(&id(&link)).await.expect_ok();
@@ -113,14 +94,7 @@ async fn deleting_a_link_takes_its_mirror_connector_and_riders() {
             "{gone}"
         );
     }
-    let left: Vec<String> =
-        d.pg.query_one(
-            "SELECT watched_field_ids FROM webhooks WHERE id = $1",
-            &[&hook],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let left = d.watched_field_ids(&hook).await;
     assert_eq!(left, vec![id(&b_num)]);
     // Deleting the mirror side deletes the forward field too.
     let m2 = other_link["options"]["pair_field_id"]

@@ -62,6 +62,20 @@ async fn fixture() -> Fixture {
     }
 }
 
+impl Fixture {
+    /// Creates one item per cells object and an order linking them all
+    /// (in order); returns the order as read back.
+    async fn order_of(&self, items: Vec<Value>) -> Value {
+        let items = self.d.records(&self.items, items).await;
+        let lines: Vec<String> = items.iter().map(id).collect();
+        let order = self
+            .d
+            .records(&self.orders, vec![json!({ "Lines": lines })])
+            .await;
+        self.d.read(&self.orders, &id(&order[0])).await
+    }
+}
+
 #[tokio::test]
 async fn lookups_infer_their_costume_and_name() {
     let f = fixture().await;
@@ -120,22 +134,12 @@ async fn lookups_infer_their_costume_and_name() {
     );
 
     // Values through the records path: a list per linked record.
-    let items = d
-        .records(
-            &f.items,
-            vec![
-                json!({"Name": "bolt", "Price": 2}),
-                json!({"Name": "nut", "Price": 3.5}),
-            ],
-        )
+    let read = f
+        .order_of(vec![
+            json!({"Name": "bolt", "Price": 2}),
+            json!({"Name": "nut", "Price": 3.5}),
+        ])
         .await;
-    let o = d
-        .records(
-            &f.orders,
-            vec![json!({"Lines": [id(&items[0]), id(&items[1])]})],
-        )
-        .await;
-    let read = d.read(&f.orders, &id(&o[0])).await;
     assert_eq!(read["fields"]["Name (from Lines)"], json!(["bolt", "nut"]));
     assert_eq!(read["fields"]["Price (from Lines)"], json!([2, 3.5]));
     let _ = f.items;
@@ -217,22 +221,12 @@ async fn rollups_check_the_aggregation_and_count_stores_no_target() {
         .await;
     assert_eq!(lk["type"], "lookup_number");
     // Values: sum, count, max date.
-    let items = d
-        .records(
-            &f.items,
-            vec![
-                json!({"Price": 2, "When": "2024-01-02"}),
-                json!({"Price": 3.5, "When": "2024-03-04"}),
-            ],
-        )
+    let read = f
+        .order_of(vec![
+            json!({"Price": 2, "When": "2024-01-02"}),
+            json!({"Price": 3.5, "When": "2024-03-04"}),
+        ])
         .await;
-    let o = d
-        .records(
-            &f.orders,
-            vec![json!({"Lines": [id(&items[0]), id(&items[1])]})],
-        )
-        .await;
-    let read = d.read(&f.orders, &id(&o[0])).await;
     assert_eq!(read["fields"]["Sum of Price (from Lines)"], json!(5.5));
     assert_eq!(read["fields"]["Count of Lines"], json!(2));
     assert_eq!(

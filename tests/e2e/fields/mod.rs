@@ -19,12 +19,9 @@ mod patch;
 mod rules;
 mod selects;
 
-use e2e_tests::{cluster, shard_postgres, unique, Person, Reply};
+pub use e2e_tests::id;
+use e2e_tests::{database_postgres, Person, Reply};
 use serde_json::{json, Value};
-
-pub fn id(v: &Value) -> String {
-    v["id"].as_str().expect("an id").to_owned()
-}
 
 pub const VIEWER_REFUSAL: &str = "Viewers can't make changes.";
 
@@ -38,15 +35,8 @@ pub struct Db {
 impl Db {
     pub async fn new() -> Db {
         let owner = Person::new().await;
-        let db = owner.api.create_database(&unique("fields")).await;
-        let id = id(&db);
-        let shard = cluster()
-            .control_plane
-            .database(&id)
-            .await
-            .expect("placement")
-            .shard;
-        let pg = shard_postgres(&shard).await;
+        let id = owner.api.new_database("fields").await;
+        let pg = database_postgres(&id).await;
         Db { owner, id, pg }
     }
 
@@ -198,6 +188,45 @@ impl Db {
                     self.id
                 ),
                 &[&record],
+            )
+            .await
+            .unwrap()
+            .get(0)
+    }
+
+    /// Bumps the database's `schema_version`, so that the shard reloads
+    /// catalog rows a test wrote behind its back.
+    pub async fn bump_schema_version(&self) {
+        self.pg
+            .execute(
+                "UPDATE databases SET schema_version = schema_version + 1 WHERE id = $1",
+                &[&self.id],
+            )
+            .await
+            .unwrap();
+    }
+
+    /// Inserts a webhook row on `table` (webhooks have no route yet) with
+    /// id `whk_` + the database's tag + `suffix` (7 characters) and the
+    /// watch list `watched` (NULL when `None`); returns its id.
+    pub async fn webhook(&self, table: &str, suffix: &str, watched: Option<&[String]>) -> String {
+        let hook = format!("whk_{}{suffix}", &self.id[3..8]);
+        self.pg
+            .execute(
+                "INSERT INTO webhooks (id, database_id, table_id, watched_field_ids) VALUES ($1, $2, $3, $4)",
+                &[&hook, &self.id, &table, &watched],
+            )
+            .await
+            .unwrap();
+        hook
+    }
+
+    /// The `watched_field_ids` of a webhook row.
+    pub async fn watched_field_ids(&self, hook: &str) -> Vec<String> {
+        self.pg
+            .query_one(
+                "SELECT watched_field_ids FROM webhooks WHERE id = $1",
+                &[&hook],
             )
             .await
             .unwrap()

@@ -140,8 +140,7 @@ async fn writable_listing_omits_computed_fields_and_aliases_choices() {
             "{q} has no effect"
         );
     }
-    let viewer = Person::new().await;
-    viewer.join(&d.id, Role::Viewer).await;
+    let viewer = Person::member(&d.id, Role::Viewer).await;
     let r = viewer
         .api
         .get(&format!("/api/tables/{tid}/fields?writable=true"))
@@ -303,12 +302,7 @@ async fn cap_of_500_fields_counts_a_link_on_both_tables() {
     )
     .await
     .unwrap();
-    d.pg.execute(
-        "UPDATE databases SET schema_version = schema_version + 1 WHERE id = $1",
-        &[&d.id],
-    )
-    .await
-    .unwrap();
+    d.bump_schema_version().await;
     assert_eq!(d.fields(&full).await.len(), 499);
     // A link from the roomy table into the table with 499 fields needs two
     // slots... no: one on each table. It fits once.
@@ -350,10 +344,8 @@ async fn roles_on_field_routes() {
     let d = Db::new().await;
     let tid = d.table("T").await;
     let f = d.field(&tid, json!({"name": "N", "type": "number"})).await;
-    let viewer = Person::new().await;
-    viewer.join(&d.id, Role::Viewer).await;
-    let editor = Person::new().await;
-    editor.join(&d.id, Role::Editor).await;
+    let viewer = Person::member(&d.id, Role::Viewer).await;
+    let editor = Person::member(&d.id, Role::Editor).await;
     let stranger = Person::new().await;
     let path = format!("/api/tables/{tid}/fields");
     let fid = id(&f);
