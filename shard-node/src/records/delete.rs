@@ -11,7 +11,7 @@ use cluster_protocol::control::Role;
 use serde_json::{json, Value};
 
 use super::table::RecordTable;
-use super::{batch, events, record_ids, store, MAX_BATCH};
+use super::{batch, check_batch_len, check_live, events, record_ids, store};
 use crate::auth::{Access, Editor};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::parse_object;
@@ -41,12 +41,7 @@ pub async fn handler(
                     "records must name at least one record.",
                 ));
             }
-            if items.len() > MAX_BATCH {
-                return Err(ApiError::bad_request(format!(
-                    "A batch holds at most {MAX_BATCH} records; this one has {}.",
-                    items.len()
-                )));
-            }
+            check_batch_len(items.len())?;
             record_ids(&items, "records")?
         }
         _ => {
@@ -55,11 +50,17 @@ pub async fn handler(
         }
     };
     trash(&state.db, &access, &id, &ids).await?;
+    Ok(Json(deleted_reply(&ids)))
+}
+
+/// `{records:[{id, deleted: true}...]}`: the reply of trashing and of
+/// purging by ids.
+pub fn deleted_reply(ids: &[String]) -> Value {
     let records: Vec<Value> = ids
         .iter()
         .map(|id| json!({"id": id, "deleted": true}))
         .collect();
-    Ok(Json(json!({ "records": records })))
+    json!({ "records": records })
 }
 
 /// The editor-only-own-records rule: 403 when an editor names a record
@@ -81,17 +82,9 @@ pub async fn trash(db: &Db, access: &Access, table_id: &str, ids: &[String]) -> 
         let tx = client.transaction().await?;
         let table = RecordTable::load(&tx, &access.database_id, table_id).await?;
         let states = store::states(&tx, &table, ids, true).await?;
-        for id in ids {
-            match states.iter().find(|(i, _, _)| i == id) {
-                None => return Err(ApiError::NotFound),
-                Some((_, _, true)) => {
-                    return Err(ApiError::bad_request(format!(
-                        "Record {id} is already in the trash."
-                    )))
-                }
-                Some(_) => {}
-            }
-        }
+        check_live(ids, &states, |id| {
+            format!("Record {id} is already in the trash.")
+        })?;
         check_own(access, &states)?;
         store::trash(&tx, &table, ids).await?;
         events::record_events(&tx, &table, events::RecordEvent::Deleted, ids, ids.len()).await?;

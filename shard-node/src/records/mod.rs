@@ -42,13 +42,36 @@ pub fn batch<'a>(body: &'a serde_json::Map<String, Value>, key: &str) -> ApiResu
     if items.is_empty() {
         return Err(ApiError::bad_request(format!("{key} must not be empty.")));
     }
-    if items.len() > MAX_BATCH {
+    check_batch_len(items.len())?;
+    Ok(items)
+}
+
+/// 400 when a batch names more than [`MAX_BATCH`] records.
+pub fn check_batch_len(len: usize) -> ApiResult<()> {
+    if len > MAX_BATCH {
         return Err(ApiError::bad_request(format!(
-            "A batch holds at most {MAX_BATCH} records; this one has {}.",
-            items.len()
+            "A batch holds at most {MAX_BATCH} records; this one has {len}."
         )));
     }
-    Ok(items)
+    Ok(())
+}
+
+/// 404 unless every id is a record of the table; 400 with
+/// `trashed(id)` when one is in the trash. `states` are
+/// `(id, created_by, trashed)` as [`store::states`] reads them.
+pub fn check_live(
+    ids: &[String],
+    states: &[(String, Option<String>, bool)],
+    trashed: impl Fn(&str) -> String,
+) -> ApiResult<()> {
+    for id in ids {
+        match states.iter().find(|(i, _, _)| i == id) {
+            None => return Err(ApiError::NotFound),
+            Some((_, _, true)) => return Err(ApiError::bad_request(trashed(id))),
+            Some(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// A list of `rec_` ids (strings), duplicates taken once, order kept.

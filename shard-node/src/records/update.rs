@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::events::RecordEvent;
 use super::reply::Shape;
-use super::{batch, store, write};
+use super::{batch, check_live, store, write};
 use crate::auth::Editor;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
@@ -97,17 +97,9 @@ pub async fn update(
         async |tx, ctx| {
             let ids: Vec<String> = items.iter().map(|i| i.id.clone()).collect();
             let states = store::states(tx, &ctx.record_table, &ids, true).await?;
-            for id in &ids {
-                match states.iter().find(|(i, _, _)| i == id) {
-                    None => return Err(ApiError::NotFound),
-                    Some((_, _, true)) => {
-                        return Err(ApiError::bad_request(format!(
-                            "Record {id} is in the trash and cannot be updated."
-                        )))
-                    }
-                    Some(_) => {}
-                }
-            }
+            check_live(&ids, &states, |id| {
+                format!("Record {id} is in the trash and cannot be updated.")
+            })?;
             if items.iter().any(|i| i.if_updated_at.is_some()) {
                 let current = store::by_ids(tx, &ctx.record_table, &[], &[], &ids).await?;
                 let stale: Vec<String> = items

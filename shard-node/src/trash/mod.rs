@@ -10,10 +10,14 @@ pub mod purge;
 pub mod purger;
 pub mod restore;
 
+use deadpool_postgres::GenericClient;
 use serde_json::{Map, Value};
 
+use crate::auth::Access;
 use crate::error::{ApiError, ApiResult};
-use crate::records::{record_ids, MAX_BATCH};
+use crate::records::delete::check_own;
+use crate::records::table::RecordTable;
+use crate::records::{check_batch_len, record_ids, store};
 
 /// `{ids:[...]}`: 1..=100 record ids, duplicates taken once.
 pub fn ids(body: &Map<String, Value>) -> ApiResult<Vec<String>> {
@@ -25,13 +29,24 @@ pub fn ids(body: &Map<String, Value>) -> ApiResult<Vec<String>> {
     if items.is_empty() {
         return Err(ApiError::bad_request("ids must not be empty."));
     }
-    if items.len() > MAX_BATCH {
-        return Err(ApiError::bad_request(format!(
-            "A batch holds at most {MAX_BATCH} records; this one has {}.",
-            items.len()
-        )));
-    }
+    check_batch_len(items.len())?;
     record_ids(items, "ids")
+}
+
+/// The step restore and purge by ids share: load the table (404), then
+/// 400 unless every id is in its trash, 403 when an editor names a record
+/// it did not create.
+pub async fn trashed_batch(
+    tx: &impl GenericClient,
+    access: &Access,
+    table_id: &str,
+    ids: &[String],
+) -> ApiResult<RecordTable> {
+    let table = RecordTable::load(tx, &access.database_id, table_id).await?;
+    let states = store::states(tx, &table, ids, true).await?;
+    all_in_trash(ids, &states)?;
+    check_own(access, &states)?;
+    Ok(table)
 }
 
 /// 400 unless every id is a trashed record of the table.

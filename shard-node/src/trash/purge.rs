@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::auth::{Access, Editor};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
-use crate::records::delete::check_own;
+use crate::records::delete::deleted_reply;
 use crate::records::store;
 use crate::records::table::RecordTable;
 use crate::state::{AppState, Db, DbOp};
@@ -35,21 +35,14 @@ pub async fn handler(
     }
     let ids = super::ids(&body)?;
     purge(&state.db, &access, &id, &ids).await?;
-    let records: Vec<Value> = ids
-        .iter()
-        .map(|id| json!({"id": id, "deleted": true}))
-        .collect();
-    Ok(Json(json!({ "records": records })))
+    Ok(Json(deleted_reply(&ids)))
 }
 
 pub async fn purge(db: &Db, access: &Access, table_id: &str, ids: &[String]) -> ApiResult<()> {
     db.measured(DbOp::PurgeRecords, async {
         let mut client = db.client().await?;
         let tx = client.transaction().await?;
-        let table = RecordTable::load(&tx, &access.database_id, table_id).await?;
-        let states = store::states(&tx, &table, ids, true).await?;
-        super::all_in_trash(ids, &states)?;
-        check_own(access, &states)?;
+        let table = super::trashed_batch(&tx, access, table_id, ids).await?;
         store::purge(&tx, &table, ids).await?;
         tx.commit().await?;
         Ok(())

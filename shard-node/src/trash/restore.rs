@@ -8,10 +8,8 @@ use serde_json::{Map, Value};
 use crate::auth::{Access, Editor};
 use crate::error::ApiResult;
 use crate::http::body::JsonObject;
-use crate::records::delete::check_own;
 use crate::records::events::{self, RecordEvent};
 use crate::records::reply::{self, Shape};
-use crate::records::table::RecordTable;
 use crate::records::{cells, store};
 use crate::state::{AppState, Db, DbOp};
 
@@ -34,10 +32,7 @@ pub async fn restore(
     db.measured(DbOp::RestoreRecords, async {
         let mut client = db.client().await?;
         let tx = client.transaction().await?;
-        let table = RecordTable::load(&tx, &access.database_id, table_id).await?;
-        let states = store::states(&tx, &table, ids, true).await?;
-        super::all_in_trash(ids, &states)?;
-        check_own(access, &states)?;
+        let table = super::trashed_batch(&tx, access, table_id, ids).await?;
         let schema = crate::schema::cache::load(&tx, &access.database_id).await?;
         let table_schema = schema
             .table(table_id)
