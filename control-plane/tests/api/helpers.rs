@@ -121,8 +121,9 @@ impl App {
     }
 }
 
-pub fn status(e: ClientError) -> u16 {
-    e.status().unwrap_or(0)
+/// The HTTP status of a call that must fail (0 when it never got one).
+pub fn status<T: std::fmt::Debug>(r: Result<T, ClientError>) -> u16 {
+    r.expect_err("the call should fail").status().unwrap_or(0)
 }
 
 /// Runs the real binary as an operator would.

@@ -45,10 +45,7 @@ async fn keys_liveness_revocation_and_suspension() {
         access: None,
         databases: Some(DatabaseScope::Only(vec!["nope".into()])),
     };
-    assert_eq!(
-        status(app.client.update_key(id, &bad).await.unwrap_err()),
-        400
-    );
+    assert_eq!(status(app.client.update_key(id, &bad).await), 400);
 
     // Re-seed after the liveness key disappeared.
     let mut c = app.redis.clone();
@@ -68,15 +65,12 @@ async fn keys_liveness_revocation_and_suspension() {
     // Revocation.
     app.client.revoke_key(id).await.unwrap();
     assert_eq!(app.redis_get(&live).await, None);
-    assert_eq!(status(app.client.key(id).await.unwrap_err()), 404);
-    assert_eq!(status(app.client.revoke_key(id).await.unwrap_err()), 404);
+    assert_eq!(status(app.client.key(id).await), 404);
+    assert_eq!(status(app.client.revoke_key(id).await), 404);
     let unknown = CreateKey {
         user_id: "usr_000000000000".into(),
         ..req
     };
-    assert_eq!(
-        status(app.client.create_key(&unknown).await.unwrap_err()),
-        404
-    );
+    assert_eq!(status(app.client.create_key(&unknown).await), 404);
     app.finish().await;
 }
