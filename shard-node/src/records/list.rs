@@ -5,14 +5,14 @@
 use std::collections::HashMap;
 
 use axum::extract::{Path, Query, State};
-use axum::Json;
 use filter_lang::{filter, parse_sort, Bookmark, FieldKey, Sort, SqlValue};
 use serde_json::{Map, Value};
 use tokio_postgres::types::ToSql;
 
 use super::cells::read;
-use super::reply::{self, Raw, Shape};
-use super::store::{self, StoredRecord};
+use super::page::{self, JsonBytes};
+use super::reply::{Raw, Shape};
+use super::store;
 use super::table::RecordTable;
 use super::{filter_error, page_size};
 use crate::auth::{Access, Reader};
@@ -123,9 +123,9 @@ pub async fn get_handler(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Map<String, Value>>> {
+) -> ApiResult<JsonBytes> {
     let params = ListParams::from_query(&query)?;
-    Ok(Json(list(&state, &access, &id, params).await?))
+    list(&state, &access, &id, params).await
 }
 
 pub async fn post_handler(
@@ -133,9 +133,9 @@ pub async fn post_handler(
     State(state): State<AppState>,
     Path(id): Path<String>,
     JsonObject(body): JsonObject,
-) -> ApiResult<Json<Map<String, Value>>> {
+) -> ApiResult<JsonBytes> {
     let params = ListParams::from_body(&body)?;
-    Ok(Json(list(&state, &access, &id, params).await?))
+    list(&state, &access, &id, params).await
 }
 
 /// Binds filter-lang's values as the types its placeholders cast from.
@@ -214,7 +214,7 @@ pub async fn list(
     access: &Access,
     table_id: &str,
     p: ListParams,
-) -> ApiResult<Map<String, Value>> {
+) -> ApiResult<JsonBytes> {
     let db: &Db = &state.db;
     let database_id = access.database_id.as_str();
     db.measured(DbOp::ListRecords, async {
@@ -286,8 +286,7 @@ pub async fn list(
             (None, Some(v)) => Some(view_columns(v, table)),
             (None, None) => None,
         };
-        let mut read_fields = read::read_set(&schema, table, carried.as_deref());
-        let joins = read::batch_links(&schema, table, &mut read_fields);
+        let (read_fields, joins) = read::page_set(&schema, table, carried.as_deref());
 
         let mut params = filter_lang::Params::new(1);
         let where_sql = filter::compile(&flt, &fschema, &env, "r", &mut params);
@@ -349,41 +348,34 @@ pub async fn list(
         }
         let statement = client.prepare_cached(&sql).await?;
         let rows = client.query(&statement, &refs).await?;
-        let more = rows.len() as i64 > p.page_size;
-        let mut records: Vec<StoredRecord> = Vec::with_capacity(rows.len());
-        let mut last_keys: Vec<Option<String>> = Vec::new();
-        for (i, row) in rows.iter().enumerate() {
-            if i as i64 >= p.page_size {
-                break;
-            }
-            records.push(store::from_row(row, exprs.len())?);
-            if i as i64 == p.page_size - 1 {
-                let base = 5 + exprs.len();
-                last_keys = (0..bcols)
-                    .map(|k| row.try_get::<_, Option<String>>(base + k))
+        // page_size is 1..=1000 (validated).
+        let take = usize::try_from(p.page_size).unwrap_or(usize::MAX);
+        let bookmark = match rows.get(take) {
+            // A row past the page: the page's last row is the bookmark.
+            Some(_) => {
+                let last = &rows[take - 1];
+                let base = 5 + page::cell_columns(&read_fields);
+                let values = (0..bcols)
+                    .map(|k| last.try_get::<_, Option<String>>(base + k))
                     .collect::<Result<_, _>>()?;
+                Some(
+                    Bookmark {
+                        order,
+                        values,
+                        id: last.try_get(0)?,
+                    }
+                    .encode(),
+                )
             }
-        }
-        let bookmark = match (more, records.last()) {
-            (true, Some(last)) => Some(
-                Bookmark {
-                    order,
-                    values: last_keys,
-                    id: last.id.clone(),
-                }
-                .encode(),
-            ),
-            _ => None,
+            None => None,
         };
-        let out: Vec<Value> = records
-            .into_iter()
-            .map(|r| reply::record_json(r, &read_fields, p.shape, &[]))
-            .collect();
-        let mut reply = reply::records_reply(out, &read_fields, p.shape);
-        if let Some(b) = bookmark {
-            reply.insert("bookmark".into(), Value::String(b));
-        }
-        Ok(reply)
+        Ok(JsonBytes(page::write(
+            &rows,
+            take,
+            &read_fields,
+            p.shape,
+            bookmark.as_deref(),
+        )?))
     })
     .await
 }

@@ -5,7 +5,8 @@
 //! * [`store`]: every statement over a tenant's record table (no SQL
 //!   elsewhere in this module).
 //! * [`reply`]: how records are shaped for a reply (`key_by`, `flat`,
-//!   companion maps).
+//!   companion maps); [`page`] writes a list page's reply in that shape
+//!   straight from the rows.
 //! * [`events`]: the one place where record writes hand their events to
 //!   webhooks, inside the write's transaction.
 
@@ -15,6 +16,7 @@ pub mod delete;
 pub mod events;
 pub mod get;
 pub mod list;
+pub mod page;
 pub mod press;
 pub mod reply;
 pub mod store;

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
+use super::cells::wire::Wire;
 use super::store::StoredRecord;
 use crate::error::{ApiError, ApiResult};
 use crate::json::format_ts;
@@ -93,9 +94,11 @@ pub enum Post {
 pub struct ReadField {
     pub id: String,
     pub name: String,
-    /// SQL producing the cell as `jsonb` (row alias `r`).
+    /// SQL producing the cell (row alias `r`): `jsonb`, or on a list page
+    /// the plain column(s) `wire` names.
     pub expr: String,
     pub post: Post,
+    pub wire: Wire,
 }
 
 fn choice_value(v: Value, names: &HashMap<String, String>) -> Value {

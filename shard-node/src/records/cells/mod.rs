@@ -1,7 +1,9 @@
-//! Cells: how each costume is read (a `jsonb` read expression per field)
+//! Cells: how each costume is read (a `jsonb` read expression per field;
+//! on list pages plain columns written straight into the reply, [`wire`])
 //! and written (JSON in, a typed column value out).
 
 pub mod read;
+pub mod wire;
 pub mod write;
 
 use deadpool_postgres::GenericClient;

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use super::wire::{self, Wire};
 use crate::records::reply::{Post, ReadField};
 use crate::schema::{Costume, DatabaseSchema, Family, FieldRow, StorageKind, TableSchema};
 use crate::tenant_schema;
@@ -166,12 +167,76 @@ pub struct PageJoin {
     pub sql: String,
 }
 
-/// Rewrites the link cells and the condition-free lookups of `fields` (row
-/// alias `r`) to read from one grouped join per link over the page's ids,
-/// instead of one subquery per row and field; returns those joins. The
-/// cells are the same values in the same order (`position`), `[]` when
-/// nothing is linked.
-pub fn batch_links(
+/// The read set of a list page (`read_set`'s fields, in that order): the
+/// stored columns in their plain form ([`wire`]), and the link cells and
+/// condition-free lookups read from one grouped join per link over the
+/// page's ids instead of one subquery per row and field; returns those
+/// joins. Link cells travel as two arrays (ids, display texts), lookups of
+/// a plain column as one array; the cells are the same values in the same
+/// order (`position`), `[]` when nothing is linked.
+pub fn page_set(
+    schema: &DatabaseSchema,
+    table: &TableSchema,
+    only: Option<&[String]>,
+) -> (Vec<ReadField>, Vec<PageJoin>) {
+    let mut fields = read_set(schema, table, only);
+    for rf in fields.iter_mut() {
+        let Some(f) = table.field(&rf.id) else {
+            continue;
+        };
+        if matches!(
+            f.costume.family(),
+            Family::Scalar | Family::Select | Family::Formula | Family::Attachment
+        ) {
+            if let Some((sql, w)) = wire::cell(f, "\"r\"") {
+                rf.expr = sql;
+                rf.wire = w;
+            }
+        }
+    }
+    let joins = batch_links(schema, table, &mut fields);
+    (fields, joins)
+}
+
+/// What one batched cell aggregates: SQL columns and how the cell reads.
+fn batched(schema: &DatabaseSchema, f: &FieldRow) -> Option<(Vec<String>, Wire)> {
+    match f.costume.family() {
+        Family::Link => {
+            let target = schema.link_target(f)?;
+            let display = display_text(schema, target, "\"__rd_t\"");
+            Some((vec!["\"__rd_t\".id".to_owned(), display], Wire::Link))
+        }
+        Family::Lookup if f.options.get("conditions").is_none_or(|c| c.is_null()) => {
+            let (_, Some(target)) = schema.rides(f)? else {
+                return None;
+            };
+            let plain = matches!(
+                target.costume.family(),
+                Family::Scalar | Family::Select | Family::Formula
+            )
+            .then(|| wire::column(target, "\"__rd_t\""))
+            .flatten();
+            Some(match plain {
+                Some((sql, of)) => (
+                    vec![sql],
+                    Wire::List {
+                        of,
+                        null_as_empty: true,
+                    },
+                ),
+                None => {
+                    let inner = read_field(schema, target, "\"__rd_t\"");
+                    (vec![lookup_element(target, inner.expr)], Wire::Json)
+                }
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Rewrites the link cells and condition-free lookups of `fields` to read
+/// from the page joins it returns (see [`page_set`]).
+fn batch_links(
     schema: &DatabaseSchema,
     table: &TableSchema,
     fields: &mut [ReadField],
@@ -182,27 +247,15 @@ pub fn batch_links(
         let Some(f) = table.field(&rf.id) else {
             continue;
         };
-        let (link, element) = match f.costume.family() {
-            Family::Link => match schema.link_target(f) {
-                Some(target) => (
-                    f,
-                    format!(
-                        "jsonb_build_object('id', \"__rd_t\".id, 'display', {})",
-                        display_text(schema, target, "\"__rd_t\"")
-                    ),
-                ),
+        let link = match f.costume.family() {
+            Family::Link => f,
+            _ => match schema.rides(f) {
+                Some((link, _)) => link,
                 None => continue,
             },
-            Family::Lookup if f.options.get("conditions").is_none_or(|c| c.is_null()) => {
-                match schema.rides(f) {
-                    Some((link, Some(target))) => {
-                        let inner = read_field(schema, target, "\"__rd_t\"");
-                        (link, lookup_element(target, inner.expr))
-                    }
-                    _ => continue,
-                }
-            }
-            _ => continue,
+        };
+        let Some((elements, w)) = batched(schema, f) else {
+            continue;
         };
         // The joined form only where the correlated one would be built.
         if link_join(schema, link, "\"r\"", None).is_none() {
@@ -219,11 +272,24 @@ pub fn batch_links(
                 groups.len() - 1
             }
         };
-        let col = format!("\"c{}\"", groups[n].2.len());
-        groups[n].2.push(format!(
-            "jsonb_agg({element} ORDER BY \"__rd_c\".position) AS {col}"
-        ));
-        rf.expr = format!("coalesce({}.{col}, '[]'::jsonb)", groups[n].1);
+        let alias = groups[n].1.clone();
+        let mut cols = Vec::new();
+        for element in elements {
+            let col = format!("\"c{}\"", groups[n].2.len());
+            let agg = if w == Wire::Json {
+                format!("jsonb_agg({element} ORDER BY \"__rd_c\".position) AS {col}")
+            } else {
+                format!("array_agg({element} ORDER BY \"__rd_c\".position) AS {col}")
+            };
+            groups[n].2.push(agg);
+            cols.push(format!("{alias}.{col}"));
+        }
+        rf.expr = if w == Wire::Json {
+            format!("coalesce({}, '[]'::jsonb)", cols.join(", "))
+        } else {
+            cols.join(", ")
+        };
+        rf.wire = w;
     }
     groups
         .into_iter()
@@ -329,6 +395,7 @@ pub fn read_field(schema: &DatabaseSchema, f: &FieldRow, row: &str) -> ReadField
         name: f.name.clone(),
         expr,
         post,
+        wire: Wire::Json,
     }
 }
 
