@@ -140,19 +140,9 @@ pub async fn insert(
     rows: &[(String, Prepared)],
 ) -> ApiResult<()> {
     let cols = column_types(ctx, rows)?;
-    let table = ctx.table()?;
-    let docs: Vec<Value> = rows
-        .iter()
-        .map(|(id, p)| {
-            let mut o = p.columns.clone();
-            o.insert("id".into(), Value::String(id.clone()));
-            Value::Object(o)
-        })
-        .collect();
-    store::insert_rows(tx, &ctx.record_table, user_id, &cols, &Value::Array(docs))
-        .await
-        .map_err(|e| super::cells::unique_violation(e, table))?;
-    write_links(tx, ctx, rows).await
+    let written =
+        store::insert_rows(tx, &ctx.record_table, user_id, &cols, &docs(rows, false)).await;
+    then_links(tx, ctx, rows, written).await
 }
 
 /// Updates the cells each record names (and bumps `updated_at`).
@@ -162,20 +152,38 @@ pub async fn update(
     rows: &[(String, Prepared)],
 ) -> ApiResult<()> {
     let cols = column_types(ctx, rows)?;
-    let table = ctx.table()?;
-    let docs: Vec<Value> = rows
+    let written = store::update_rows(tx, &ctx.record_table, &cols, &docs(rows, true)).await;
+    then_links(tx, ctx, rows, written).await
+}
+
+/// The rows as the JSON documents `store` writes: each record's columns
+/// and `id`, with `keys` the names of the columns it sets (`__keys`).
+fn docs(rows: &[(String, Prepared)], keys: bool) -> Value {
+    let docs = rows
         .iter()
         .map(|(id, p)| {
             let mut o = p.columns.clone();
-            let keys: Vec<Value> = p.columns.keys().map(|k| Value::String(k.clone())).collect();
+            if keys {
+                let keys: Vec<Value> = p.columns.keys().map(|k| Value::String(k.clone())).collect();
+                o.insert("__keys".into(), Value::Array(keys));
+            }
             o.insert("id".into(), Value::String(id.clone()));
-            o.insert("__keys".into(), Value::Array(keys));
             Value::Object(o)
         })
         .collect();
-    store::update_rows(tx, &ctx.record_table, &cols, &Value::Array(docs))
-        .await
-        .map_err(|e| super::cells::unique_violation(e, table))?;
+    Value::Array(docs)
+}
+
+/// After the rows are written: a unique index refusal names its field
+/// (400); otherwise the link cells are written.
+async fn then_links(
+    tx: &impl GenericClient,
+    ctx: &Ctx,
+    rows: &[(String, Prepared)],
+    written: ApiResult<u64>,
+) -> ApiResult<()> {
+    let table = ctx.table()?;
+    written.map_err(|e| super::cells::unique_violation(e, table))?;
     write_links(tx, ctx, rows).await
 }
 
