@@ -7,6 +7,8 @@ mod fixtures;
 mod keys;
 mod rate_limits;
 mod records;
+mod records_links;
+mod records_upsert_race;
 mod roles;
 mod routing;
 mod shard_direct;

@@ -82,6 +82,6 @@ pub mod sql;
 pub use bookmark::Bookmark;
 pub use error::Error;
 pub use filter::{FieldKey, Filter};
-pub use schema::{Aggregation, Choice, Env, FieldDef, LinkSpec, Op, Schema, Storage};
-pub use sort::{parse_sort, Sort, SortPlan};
+pub use schema::{Aggregation, Choice, Conditions, Env, FieldDef, LinkSpec, Op, Schema, Storage};
+pub use sort::{parse_sort, Resume, Sort, SortPlan};
 pub use sql::{contains_pattern, qualified, quote_ident, Params, SqlValue};

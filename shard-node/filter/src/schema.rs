@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
 use crate::error::Error;
+use crate::filter::Filter;
 use crate::sql::quote_ident;
 
 /// A select choice, in definition order.
@@ -40,6 +41,15 @@ pub enum Aggregation {
     Avg,
 }
 
+/// A lookup's or rollup's `conditions`: a filter over the linked table.
+/// Only the linked live records it admits count, in a cell as in a filter.
+/// `schema` describes the linked table; the filter was parsed against it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conditions {
+    pub schema: Schema,
+    pub filter: Filter,
+}
+
 /// The storage kind of a field, with what the compiler needs to reach it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Storage {
@@ -63,21 +73,25 @@ pub enum Storage {
     Attachment,
     /// No column, no value.
     Button,
-    /// No column: values of `target_column` on the linked live records.
-    /// `target` is the surfaced field's storage (a select, link or attachment
-    /// target makes the lookup unfilterable).
+    /// No column: values of `target_column` on the linked live records
+    /// (only those `conditions` admit, when it is set). `target` is the
+    /// surfaced field's storage (a select, link or attachment target makes
+    /// the lookup unfilterable).
     Lookup {
         link: LinkSpec,
         target: Box<Storage>,
         target_column: String,
+        conditions: Option<Box<Conditions>>,
     },
-    /// No column: an aggregate over the linked live records. `result` is
-    /// `Number` or `Date{..}`; `target_column` is None for `Count`.
+    /// No column: an aggregate over the linked live records (only those
+    /// `conditions` admit, when it is set). `result` is `Number` or
+    /// `Date{..}`; `target_column` is None for `Count`.
     Rollup {
         link: LinkSpec,
         aggregation: Aggregation,
         target_column: Option<String>,
         result: Box<Storage>,
+        conditions: Option<Box<Conditions>>,
     },
 }
 
@@ -295,7 +309,7 @@ pub fn operators_for(storage: &Storage) -> &'static [Op] {
 }
 
 /// The table being filtered or sorted.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Schema {
     pub fields: Vec<FieldDef>,
 }

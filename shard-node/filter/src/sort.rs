@@ -252,15 +252,29 @@ impl SortPlan {
     }
 
     /// The condition selecting rows strictly after the bookmarked row in
-    /// this plan's order. `order` is the caller's fingerprint of where the
-    /// ordering came from (see [`Bookmark::order`]); a bookmark made under
-    /// another ordering source or another number of terms is refused.
+    /// this plan's order, as one boolean expression ([`Resume::condition`]).
+    /// `order` is the caller's fingerprint of where the ordering came from
+    /// (see [`Bookmark::order`]); a bookmark made under another ordering
+    /// source or another number of terms is refused.
     pub fn resume_after(
         &self,
         bookmark: &Bookmark,
         order: &str,
         params: &mut Params,
     ) -> Result<String, Error> {
+        Ok(self.resume(bookmark, order, params)?.condition())
+    }
+
+    /// The rows strictly after the bookmarked row, split where the first
+    /// key's NULLs are, so that each part is a range an index on the first
+    /// key can seek to (see [`Resume`]); [`Self::page_sql`] turns it into
+    /// a page. Refusals as [`Self::resume_after`].
+    pub fn resume(
+        &self,
+        bookmark: &Bookmark,
+        order: &str,
+        params: &mut Params,
+    ) -> Result<Resume, Error> {
         if bookmark.order != order {
             return Err(Error::new(
                 "bookmark",
@@ -308,14 +322,123 @@ impl SortPlan {
             });
         }
         disjuncts.push(conj(&equal_prefix, format!("{} > {id}", self.id)));
-        // A redundant bound on the first key that an index on it can seek
-        // to (the disjunction alone is not sargable): descending, every
-        // later row has the key at most the bookmarked value.
+        // The lexicographic disjunction alone is not an index range, so the
+        // first key gets a redundant bound an index on it can seek to, and
+        // the rows on the other side of its NULLs become a second part:
+        // ascending (NULLs last) from a value: [v, last value], then the
+        // NULLs; ascending from NULL: the NULLs only; descending (NULLs
+        // first) from a value: [v, last value]; descending from NULL: the
+        // NULLs, then every value.
         let any = disjuncts.join(" OR ");
-        Ok(match (self.keys.first(), placeholders.first()) {
-            (Some(k), Some(Some(p))) if k.desc => format!("({} <= {p} AND ({any}))", k.expr),
-            _ => format!("({any})"),
+        let (Some(k), Some(p)) = (self.keys.first(), placeholders.first()) else {
+            return Ok(Resume {
+                seek: format!("({any})"),
+                then: None,
+            });
+        };
+        let e = &k.expr;
+        let nullable = k.ty != KeyType::Bool;
+        Ok(match (k.desc, p) {
+            (false, Some(p)) => Resume {
+                seek: format!("({e} >= {p} AND ({any}))"),
+                then: nullable.then(|| format!("({e} IS NULL)")),
+            },
+            (true, Some(p)) => Resume {
+                seek: format!("({e} <= {p} AND ({any}))"),
+                then: None,
+            },
+            (false, None) => Resume {
+                seek: format!("({e} IS NULL AND ({any}))"),
+                then: None,
+            },
+            (true, None) => Resume {
+                seek: format!("({e} IS NULL AND ({any}))"),
+                then: Some(format!("({e} IS NOT NULL)")),
+            },
         })
+    }
+
+    /// One page in this plan's order:
+    ///
+    /// `SELECT {columns}, <key i> AS "__fl_k<i>", …, <id> AS "__fl_id"
+    ///  FROM {from} WHERE {condition} [AND <resume>] ORDER BY … LIMIT {limit}`
+    ///
+    /// `columns`, `from` and `condition` are the caller's SQL over the row
+    /// alias the plan was made for; `limit` is SQL (a number or a
+    /// placeholder). The key and id columns come after the caller's (output
+    /// names starting `__fl_` are reserved). When the resume point has a
+    /// second part ([`Resume::then`]) the statement reads the first part
+    /// (an index seek) with the limit, and the second only when the first
+    /// came short (a one-time filter), then orders the at most `2 × limit`
+    /// rows and limits again: the same rows as `WHERE condition AND
+    /// resume.condition()`, without walking an index from its start.
+    pub fn page_sql(
+        &self,
+        columns: &str,
+        from: &str,
+        condition: &str,
+        resume: Option<&Resume>,
+        limit: &str,
+    ) -> String {
+        let mut cols = columns.to_owned();
+        for (i, k) in self.keys.iter().enumerate() {
+            cols.push_str(&format!(", {} AS \"__fl_k{i}\"", k.expr));
+        }
+        cols.push_str(&format!(", {} AS \"__fl_id\"", self.id));
+        let order = self.order_by();
+        let select = |cond: &str| {
+            format!("SELECT {cols} FROM {from} WHERE {cond} ORDER BY {order} LIMIT {limit}")
+        };
+        let Some(resume) = resume else {
+            return select(condition);
+        };
+        let first = select(&format!("{condition} AND {}", resume.seek));
+        let Some(then) = &resume.then else {
+            return first;
+        };
+        let second = select(&format!(
+            "(SELECT count(*) FROM \"__fl_a\") < {limit} AND {condition} AND {then}"
+        ));
+        let merged = SortPlan {
+            keys: self
+                .keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| SortKey {
+                    expr: format!("\"__fl_p\".\"__fl_k{i}\""),
+                    ..k.clone()
+                })
+                .collect(),
+            id: "\"__fl_p\".\"__fl_id\"".to_owned(),
+        };
+        format!(
+            "WITH \"__fl_a\" AS MATERIALIZED ({first}) \
+             SELECT * FROM (SELECT * FROM \"__fl_a\" UNION ALL ({second})) AS \"__fl_p\" \
+             ORDER BY {} LIMIT {limit}",
+            merged.order_by()
+        )
+    }
+}
+
+/// Where a page resumes: the rows strictly after a bookmarked row, as one
+/// or two disjoint parts in order. `seek` bounds the first sort key from
+/// the bookmarked value (`key >= v` ascending, `key <= v` descending,
+/// `key IS NULL` from a NULL), so an index on it starts there; `then`, when
+/// present, holds rows that all come after every `seek` row: the NULLs
+/// after the values ascending, the values after the NULLs descending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resume {
+    pub seek: String,
+    pub then: Option<String>,
+}
+
+impl Resume {
+    /// Both parts as one boolean expression.
+    pub fn condition(&self) -> String {
+        match &self.then {
+            Some(then) => format!("({} OR {then})", self.seek),
+            None => self.seek.clone(),
+        }
     }
 }
 

@@ -318,10 +318,9 @@ pub async fn list(
         let resume = match &p.bookmark {
             Some(text) => {
                 let b = Bookmark::decode(text).map_err(filter_error)?;
-                plan.resume_after(&b, &order, &mut params)
-                    .map_err(filter_error)?
+                Some(plan.resume(&b, &order, &mut params).map_err(filter_error)?)
             }
-            None => "TRUE".into(),
+            None => None,
         };
         let exprs: Vec<String> = read_fields.iter().map(|f| f.expr.clone()).collect();
         let bcols = plan.keys.len();
@@ -331,7 +330,8 @@ pub async fn list(
             &rt.qualified,
             &exprs,
             &joins,
-            &format!("{where_sql} AND {search_sql} AND ({resume})"),
+            &format!("{where_sql} AND {search_sql}"),
+            resume.as_ref(),
             &plan,
             &limit,
         );

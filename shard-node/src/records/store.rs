@@ -70,29 +70,35 @@ pub fn from_row(row: &Row, cells: usize) -> Result<StoredRecord, tokio_postgres:
 /// read it at (a TID scan, same statement and snapshot, so the same row
 /// version) rather than by id: no second primary-key descent per row,
 /// 12-22 % less PostgreSQL CPU per page (loadtest/README.md, records).
+///
+/// `resume` (a bookmark's continuation) is filter-lang's: the inner query
+/// is [`filter_lang::SortPlan::page_sql`], which seeks in an index on the
+/// first sort key from the bookmarked value in either direction and reads
+/// the rows across that key's NULLs only when the page needs them.
 pub fn page_sql(
     table: &str,
     read_exprs: &[String],
     joins: &[PageJoin],
     conditions: &str,
+    resume: Option<&filter_lang::Resume>,
     plan: &filter_lang::SortPlan,
     limit: &str,
 ) -> String {
-    let mut inner_keys = String::new();
     let mut outer = plan.clone();
     for (i, k) in outer.keys.iter_mut().enumerate() {
-        inner_keys.push_str(&format!(", {} AS \"__k{i}\"", k.expr));
-        k.expr = format!("\"__page\".\"__k{i}\"");
+        k.expr = format!("\"__page\".\"__fl_k{i}\"");
     }
     let mut select = select_list(read_exprs);
     for b in outer.bookmark_columns() {
         select.push_str(", ");
         select.push_str(&b);
     }
-    let inner = format!(
-        "SELECT r.id, r.ctid AS \"__tid\"{inner_keys} FROM {table} AS r \
-         WHERE r.deleted_at IS NULL AND {conditions} ORDER BY {} LIMIT {limit}",
-        plan.order_by()
+    let inner = plan.page_sql(
+        "r.id, r.ctid AS \"__tid\"",
+        &format!("{table} AS r"),
+        &format!("r.deleted_at IS NULL AND {conditions}"),
+        resume,
+        limit,
     );
     if joins.is_empty() {
         return format!(

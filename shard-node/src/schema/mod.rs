@@ -21,6 +21,10 @@ use serde_json::{json, Map, Value};
 
 pub use costume::{Costume, Family, StorageKind};
 
+/// How many levels of lookup `conditions` naming lookups with conditions
+/// a filter schema follows.
+const MAX_CONDITIONS_DEPTH: usize = 4;
+
 /// Connector columns: `from_id` holds records of the forward field's table,
 /// `to_id` records of its target table.
 pub const CONNECTOR_FROM: &str = "from_id";
@@ -264,6 +268,7 @@ impl DatabaseSchema {
                         link: spec,
                         target: Box::new(self.storage(target)),
                         target_column: target.id.clone(),
+                        conditions: None,
                     },
                     None => Storage::Button,
                 },
@@ -294,6 +299,7 @@ impl DatabaseSchema {
                     aggregation,
                     target_column: target.map(|t| t.id.clone()),
                     result: Box::new(result),
+                    conditions: None,
                 }
             }
             c => match c.storage() {
@@ -329,9 +335,55 @@ impl DatabaseSchema {
             .collect()
     }
 
-    /// The schema filters and sorts of `table` compile against.
+    /// The schema filters and sorts of `table` compile against. Lookups and
+    /// rollups carry their `conditions`, so a filter on one sees the linked
+    /// records its cell shows.
     pub fn filter_schema(&self, table: &TableSchema) -> filter_lang::Schema {
-        filter_lang::Schema::new(table.fields.iter().map(|f| self.field_def(f)).collect())
+        self.filter_schema_at(table, 0)
+    }
+
+    /// `depth`: how many `conditions` deep this table is; conditions may
+    /// name lookups of the linked table, whose own conditions are attached
+    /// down to [`MAX_CONDITIONS_DEPTH`] (only a cycle of lookups goes that
+    /// far; past it they are left off).
+    fn filter_schema_at(&self, table: &TableSchema, depth: usize) -> filter_lang::Schema {
+        filter_lang::Schema::new(
+            table
+                .fields
+                .iter()
+                .map(|f| {
+                    let mut def = self.field_def(f);
+                    if depth < MAX_CONDITIONS_DEPTH {
+                        if let filter_lang::Storage::Lookup { conditions, .. }
+                        | filter_lang::Storage::Rollup { conditions, .. } = &mut def.storage
+                        {
+                            *conditions = self.conditions(f, depth);
+                        }
+                    }
+                    def
+                })
+                .collect(),
+        )
+    }
+
+    /// A lookup's or rollup's `conditions` parsed against its linked table.
+    /// Conditions that no longer parse (a field deleted since) are ignored,
+    /// with a warning, as the cell's read does.
+    fn conditions(&self, f: &FieldRow, depth: usize) -> Option<Box<filter_lang::Conditions>> {
+        let value = f.options.get("conditions").filter(|c| !c.is_null())?;
+        let (link, _) = self.rides(f)?;
+        let target = self.link_target(link)?;
+        let schema = self.filter_schema_at(target, depth + 1);
+        let env = filter_lang::Env::new(&self.timezone, Utc::now())
+            .or_else(|_| filter_lang::Env::new("UTC", Utc::now()))
+            .ok()?;
+        match filter_lang::filter::parse_value(value, &schema, &env) {
+            Ok(filter) => Some(Box::new(filter_lang::Conditions { schema, filter })),
+            Err(e) => {
+                tracing::warn!(field = %f.id, error = %e.message, "lookup/rollup conditions ignored");
+                None
+            }
+        }
     }
 
     /// The schema formulas of `table` compile against.

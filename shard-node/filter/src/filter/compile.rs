@@ -5,12 +5,20 @@
 
 use super::{ChoiceRef, Condition, Filter, Group, Join, Node, Operand};
 use crate::dates::{start_of_day, Resolved};
-use crate::schema::{Aggregation, Env, LinkSpec, Op, Schema, Storage};
+use crate::schema::{Aggregation, Conditions, Env, LinkSpec, Op, Schema, Storage};
 use crate::sql::{contains_pattern, qualified, quote_ident, Params, SqlValue};
 
-/// Aliases used inside link subqueries; a caller's row alias must differ.
-const CONN: &str = "\"__fl_c\"";
-const TARGET: &str = "\"__fl_t\"";
+/// Aliases of the connector and linked table inside link subqueries:
+/// `"__fl_c"`, `"__fl_t"` at the top, `"__fl_c1"`, `"__fl_t1"`, ... inside
+/// a lookup's or rollup's `conditions` (which may name lookups of the linked
+/// table in turn). A caller's row alias must not start with `__fl_`.
+fn link_alias(kind: char, depth: usize) -> String {
+    if depth == 0 {
+        format!("\"__fl_{kind}\"")
+    } else {
+        format!("\"__fl_{kind}{depth}\"")
+    }
+}
 
 /// Compile a parsed filter into a boolean SQL expression over the record
 /// table aliased `row_alias` in the caller's FROM (unquoted; it is quoted
@@ -26,6 +34,7 @@ pub fn compile(
         schema,
         env,
         row: quote_ident(row_alias),
+        depth: 0,
     };
     c.group(&filter.root, params)
         .unwrap_or_else(|| "TRUE".to_owned())
@@ -34,7 +43,10 @@ pub fn compile(
 struct Compiler<'a> {
     schema: &'a Schema,
     env: &'a Env,
+    /// The quoted alias of the row the conditions are about.
     row: String,
+    /// Nesting of `conditions` (0: the caller's table); picks the aliases.
+    depth: usize,
 }
 
 const TRUE: &str = "TRUE";
@@ -85,15 +97,21 @@ impl Compiler<'_> {
                 link,
                 target,
                 target_column,
-            } => self.lookup(link, target, target_column, c.op, &c.operand, params),
+                conditions,
+            } => {
+                let from = self.link_from(link, conditions.as_deref(), params);
+                self.lookup(&from, target, target_column, c.op, &c.operand, params)
+            }
             Storage::Rollup {
                 link,
                 aggregation,
                 target_column,
                 result,
+                conditions,
             } => {
                 let value = format!(
-                    "{TARGET}.{}",
+                    "{}.{}",
+                    self.target(),
                     quote_ident(target_column.as_deref().unwrap_or("id"))
                 );
                 let agg = match aggregation {
@@ -103,7 +121,8 @@ impl Compiler<'_> {
                     Aggregation::Min => format!("min({value})"),
                     Aggregation::Max => format!("max({value})"),
                 };
-                let expr = format!("(SELECT {agg} {})", self.link_from(link));
+                let from = self.link_from(link, conditions.as_deref(), params);
+                let expr = format!("(SELECT {agg} {from})");
                 self.scalar(&expr, result, c.op, &c.operand, params)
             }
             // Refused by the parser; match nothing if built by hand.
@@ -129,12 +148,40 @@ impl Compiler<'_> {
         }
     }
 
-    /// `FROM connector JOIN live target WHERE connector.own = row.id`
-    fn link_from(&self, link: &LinkSpec) -> String {
+    fn conn(&self) -> String {
+        link_alias('c', self.depth)
+    }
+
+    fn target(&self) -> String {
+        link_alias('t', self.depth)
+    }
+
+    /// `FROM connector JOIN live target WHERE connector.own = row.id`, and
+    /// `AND (conditions)` over the linked row when a lookup or rollup has
+    /// them (compiled one level deeper, with their own aliases).
+    fn link_from(
+        &self,
+        link: &LinkSpec,
+        conditions: Option<&Conditions>,
+        params: &mut Params,
+    ) -> String {
+        let (conn, target) = (self.conn(), self.target());
+        let only = conditions
+            .and_then(|c| {
+                Compiler {
+                    schema: &c.schema,
+                    env: self.env,
+                    row: target.clone(),
+                    depth: self.depth + 1,
+                }
+                .group(&c.filter.root, params)
+            })
+            .map(|sql| format!(" AND ({sql})"))
+            .unwrap_or_default();
         format!(
-            "FROM {conn_table} AS {CONN} JOIN {target_table} AS {TARGET} \
-             ON {TARGET}.\"id\" = {CONN}.{other} AND {TARGET}.\"deleted_at\" IS NULL \
-             WHERE {CONN}.{own} = {row}.\"id\"",
+            "FROM {conn_table} AS {conn} JOIN {target_table} AS {target} \
+             ON {target}.\"id\" = {conn}.{other} AND {target}.\"deleted_at\" IS NULL \
+             WHERE {conn}.{own} = {row}.\"id\"{only}",
             conn_table = qualified(&link.schema, &link.connector),
             target_table = qualified(&link.schema, &link.target_table),
             other = quote_ident(&link.other_column),
@@ -144,8 +191,8 @@ impl Compiler<'_> {
     }
 
     fn link(&self, link: &LinkSpec, op: Op, v: &Operand, params: &mut Params) -> String {
-        let from = self.link_from(link);
-        let other = format!("{CONN}.{}", quote_ident(&link.other_column));
+        let from = self.link_from(link, None, params);
+        let other = format!("{}.{}", self.conn(), quote_ident(&link.other_column));
         let ids = match v {
             Operand::Records(ids) => ids.clone(),
             _ => Vec::new(),
@@ -181,20 +228,20 @@ impl Compiler<'_> {
         }
     }
 
-    /// Positive operators: some linked live record satisfies the condition.
-    /// `is_not`, `not_contains`, `empty`: no linked live record satisfies
-    /// `is`, `contains`, `not_empty` (exact negations).
+    /// Positive operators: some linked live record (that the conditions
+    /// admit) satisfies the condition. `is_not`, `not_contains`, `empty`: no
+    /// such record satisfies `is`, `contains`, `not_empty` (exact
+    /// negations). `from` is [`Self::link_from`].
     fn lookup(
         &self,
-        link: &LinkSpec,
+        from: &str,
         target: &Storage,
         target_column: &str,
         op: Op,
         v: &Operand,
         params: &mut Params,
     ) -> String {
-        let from = self.link_from(link);
-        let e = format!("{TARGET}.{}", quote_ident(target_column));
+        let e = format!("{}.{}", self.target(), quote_ident(target_column));
         let (negated, inner_op) = match op {
             Op::IsNot => (true, Op::Is),
             Op::NotContains => (true, Op::Contains),

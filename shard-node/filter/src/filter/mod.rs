@@ -27,25 +27,25 @@ pub enum Join {
 }
 
 /// A parsed filter: the top-level group.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Filter {
     pub root: Group,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Group {
     pub join: Join,
     pub nodes: Vec<Node>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Node {
     Condition(Condition),
     Group(Group),
 }
 
 /// One `{field, op, value}`, with the field resolved and the value checked.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Condition {
     /// Index into `Schema::fields`.
     pub field: usize,
@@ -62,7 +62,7 @@ pub enum ChoiceRef {
 }
 
 /// A checked value, shaped by the field's storage and the operator.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Operand {
     /// `empty` / `not_empty`.
     None,

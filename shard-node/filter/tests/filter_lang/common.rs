@@ -109,6 +109,7 @@ pub fn schema_in(db_schema: &str) -> Schema {
                 link: link.clone(),
                 target: Box::new(Storage::Number),
                 target_column: O_PRICE.into(),
+                conditions: None,
             },
         ),
         f(
@@ -119,6 +120,7 @@ pub fn schema_in(db_schema: &str) -> Schema {
                 link: link.clone(),
                 target: Box::new(Storage::Text),
                 target_column: O_NAME.into(),
+                conditions: None,
             },
         ),
         f(
@@ -129,6 +131,7 @@ pub fn schema_in(db_schema: &str) -> Schema {
                 link: link.clone(),
                 target: Box::new(Storage::SingleSelect { choices: vec![] }),
                 target_column: "fld_ostage000001".into(),
+                conditions: None,
             },
         ),
         f(
@@ -140,6 +143,7 @@ pub fn schema_in(db_schema: &str) -> Schema {
                 aggregation: Aggregation::Sum,
                 target_column: Some(O_PRICE.into()),
                 result: Box::new(Storage::Number),
+                conditions: None,
             },
         ),
         f(
@@ -151,6 +155,7 @@ pub fn schema_in(db_schema: &str) -> Schema {
                 aggregation: Aggregation::Max,
                 target_column: Some(O_AT.into()),
                 result: Box::new(Storage::Date { include_time: true }),
+                conditions: None,
             },
         ),
         f(DUP1, "Dup", "single_line_text", Storage::Text),

@@ -3,6 +3,8 @@
 
 mod common;
 mod compile_sql;
+mod conditions;
+mod paging;
 mod parse_errors;
 mod postgres;
 mod props;

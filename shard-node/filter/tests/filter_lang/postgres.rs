@@ -14,7 +14,7 @@ use tokio_postgres::{Client, Config, NoTls};
 
 use crate::common::*;
 
-const DB_SCHEMA: &str = "s";
+pub const DB_SCHEMA: &str = "s";
 
 fn url() -> String {
     std::env::var("TEST_POSTGRES_URL")
@@ -48,7 +48,7 @@ fn bind(values: &[SqlValue]) -> Vec<Box<dyn ToSql + Sync + Send>> {
         .collect()
 }
 
-async fn query(c: &Client, sql: &str, values: &[SqlValue]) -> Vec<tokio_postgres::Row> {
+pub async fn query(c: &Client, sql: &str, values: &[SqlValue]) -> Vec<tokio_postgres::Row> {
     let boxed = bind(values);
     let refs: Vec<&(dyn ToSql + Sync)> = boxed
         .iter()
@@ -60,28 +60,29 @@ async fn query(c: &Client, sql: &str, values: &[SqlValue]) -> Vec<tokio_postgres
 }
 
 #[derive(Debug, Clone)]
-struct Rec {
-    id: String,
-    deleted: bool,
-    name: Option<String>,
-    price: Option<String>,
-    due: Option<NaiveDate>,
-    at: Option<DateTime<Utc>>,
-    done: Option<bool>,
-    stage: Option<String>,
-    tags: Option<Vec<String>>,
-    people: Option<Vec<String>>,
-    links: Vec<usize>,
+pub struct Rec {
+    pub id: String,
+    pub deleted: bool,
+    pub name: Option<String>,
+    pub price: Option<String>,
+    pub due: Option<NaiveDate>,
+    pub at: Option<DateTime<Utc>>,
+    pub done: Option<bool>,
+    pub stage: Option<String>,
+    pub tags: Option<Vec<String>>,
+    pub people: Option<Vec<String>>,
+    pub links: Vec<usize>,
 }
 
 #[derive(Debug, Clone)]
-struct Other {
-    id: String,
-    deleted: bool,
-    price: Option<String>,
+pub struct Other {
+    pub id: String,
+    pub deleted: bool,
+    pub price: Option<String>,
+    pub name: Option<String>,
 }
 
-fn other_id(i: usize) -> String {
+pub fn other_id(i: usize) -> String {
     format!("rec_o{i:011}")
 }
 
@@ -137,14 +138,16 @@ async fn fill(c: &Client, r: &mut Rng) -> (Vec<Rec>, Vec<Other>) {
         q(O_AT)
     );
     for i in 0..12 {
-        let o = Other {
-            id: other_id(i),
-            deleted: i % 4 == 3,
-            price: r.pick(&prices).map(str::to_owned),
-        };
+        let price = r.pick(&prices).map(str::to_owned);
         let name: Option<String> = r
             .pick(&[None, Some(""), Some("Alpha"), Some("beta")])
             .map(str::to_owned);
+        let o = Other {
+            id: other_id(i),
+            deleted: i % 4 == 3,
+            price,
+            name: name.clone(),
+        };
         let at: Option<DateTime<Utc>> = r
             .pick(&[
                 None,
@@ -304,8 +307,9 @@ async fn against_postgres() {
         let mut r = Rng(0x5EED_F11E);
         let (recs, others) = fill(&c, &mut r).await;
         random_filters_execute(&c, &mut r).await;
-        paging_is_exact(&c, &mut r).await;
+        crate::paging::paging_is_exact(&c, &mut r).await;
         semantics(&c, &recs, &others).await;
+        crate::conditions::semantics(&c, &recs, &others).await;
     })
     .await;
 }
@@ -340,114 +344,15 @@ async fn random_filters_execute(c: &Client, r: &mut Rng) {
     assert!(ran > 150, "only {ran} random filters were valid");
 }
 
-fn random_sort(r: &mut Rng) -> String {
-    let fields = ["Name", NOTES, "Price", "Due", "At", "Done", "Stage", DUP1];
-    let n = 1 + r.below(3);
-    (0..n)
-        .map(|_| {
-            let f = *r.pick(&fields);
-            match r.below(5) {
-                0 => format!("-{f}"),
-                1 => format!("{f}:desc"),
-                2 => format!("{f}:ASC"),
-                _ => f.to_owned(),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-async fn paging_is_exact(c: &Client, r: &mut Rng) {
-    let s = schema_in(DB_SCHEMA);
-    let e = env();
-    for round in 0..80 {
-        let sort_text = if round == 0 {
-            String::new()
-        } else {
-            random_sort(r)
-        };
-        let sort = parse_sort(&sort_text, &s).unwrap();
-        let filter_json = if r.chance(40) {
-            random_filter(r, 1)
-        } else {
-            json!({})
-        };
-        let filter = filter::parse_value(&filter_json, &s, &e).unwrap_or_else(|_| Filter::empty());
-        let page = 1 + r.below(60);
-
-        let mut p = Params::new(1);
-        let w = filter::compile(&filter, &s, &e, "r", &mut p);
-        let plan = sort.plan(&s, "r", &mut p);
-        let full: Vec<String> = query(
-            c,
-            &format!(
-                "SELECT r.id FROM s.records AS r WHERE r.deleted_at IS NULL AND {w} ORDER BY {}",
-                plan.order_by()
-            ),
-            p.values(),
-        )
-        .await
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
-
-        let mut walked: Vec<String> = Vec::new();
-        let mut bookmark: Option<String> = None;
-        let mut pages = 0;
-        loop {
-            let mut p = Params::new(1);
-            let w = filter::compile(&filter, &s, &e, "r", &mut p);
-            let plan = sort.plan(&s, "r", &mut p);
-            let resume = match &bookmark {
-                Some(text) => {
-                    let b = Bookmark::decode(text).expect("own bookmark decodes");
-                    plan.resume_after(&b, "", &mut p)
-                        .expect("own bookmark resumes")
-                }
-                None => "TRUE".to_owned(),
-            };
-            let mut cols = vec!["r.id".to_owned()];
-            cols.extend(plan.bookmark_columns());
-            let sql = format!(
-                "SELECT {} FROM s.records AS r WHERE r.deleted_at IS NULL AND {w} AND {resume} ORDER BY {} LIMIT {}",
-                cols.join(", "),
-                plan.order_by(),
-                page + 1
-            );
-            let rows = query(c, &sql, p.values()).await;
-            let more = rows.len() > page;
-            let rows = &rows[..rows.len().min(page)];
-            walked.extend(rows.iter().map(|row| row.get::<_, String>(0)));
-            pages += 1;
-            assert!(pages <= full.len() + 2, "paging does not end: {sort_text}");
-            if !more {
-                break;
-            }
-            let last = rows.last().unwrap();
-            let values = (0..plan.keys.len())
-                .map(|i| last.get::<_, Option<String>>(i + 1))
-                .collect();
-            bookmark = Some(
-                Bookmark {
-                    order: String::new(),
-                    values,
-                    id: last.get(0),
-                }
-                .encode(),
-            );
-        }
-        assert_eq!(
-            walked, full,
-            "sort {sort_text:?}, page {page}, filter {filter_json}"
-        );
-    }
-}
-
 async fn ids(c: &Client, v: serde_json::Value) -> BTreeSet<String> {
-    let s = schema_in(DB_SCHEMA);
-    let f = filter::parse_value(&v, &s, &env()).unwrap_or_else(|e| panic!("{v}: {e}"));
+    ids_in(c, &schema_in(DB_SCHEMA), v).await
+}
+
+/// Live records a filter over `s` (a schema of `s.records`) selects.
+pub async fn ids_in(c: &Client, s: &Schema, v: serde_json::Value) -> BTreeSet<String> {
+    let f = filter::parse_value(&v, s, &env()).unwrap_or_else(|e| panic!("{v}: {e}"));
     let mut p = Params::new(1);
-    let sql = filter::compile(&f, &s, &env(), "r", &mut p);
+    let sql = filter::compile(&f, s, &env(), "r", &mut p);
     query(
         c,
         &format!("SELECT r.id FROM s.records AS r WHERE r.deleted_at IS NULL AND {sql}"),
@@ -460,7 +365,7 @@ async fn ids(c: &Client, v: serde_json::Value) -> BTreeSet<String> {
 }
 
 #[track_caller]
-fn expect(recs: &[Rec], pred: impl Fn(&Rec) -> bool) -> BTreeSet<String> {
+pub fn expect(recs: &[Rec], pred: impl Fn(&Rec) -> bool) -> BTreeSet<String> {
     recs.iter()
         .filter(|r| !r.deleted && pred(r))
         .map(|r| r.id.clone())

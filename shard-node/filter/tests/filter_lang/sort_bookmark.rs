@@ -154,26 +154,96 @@ fn keyset_sql() {
         values: vec![Some("b".into()), Some("2.50".into())],
         id: "rec_000000000009".into(),
     };
+    let any = format!(
+        "(({n} > $1::text OR {n} IS NULL)) OR ({n} = $1::text AND {pr} < $2::text::numeric) \
+         OR ({n} = $1::text AND {pr} = $2::text::numeric AND \"r\".\"id\" > $3::text)"
+    );
+    // Ascending first key from a value: the range [v, last value] bounded so
+    // an index seeks to it, then the NULLs (which follow every value).
+    let resume = plan.resume(&bm, "", &mut p).unwrap();
+    assert_eq!(
+        resume,
+        Resume {
+            seek: format!("({n} >= $1::text AND ({any}))"),
+            then: Some(format!("({n} IS NULL)")),
+        }
+    );
+    let mut p = Params::new(1);
+    let plan = sort.plan(&s, "r", &mut p);
     let sql = plan.resume_after(&bm, "", &mut p).unwrap();
     assert_eq!(
         sql,
-        format!(
-            "((({n} > $1::text OR {n} IS NULL)) OR ({n} = $1::text AND {pr} < $2::text::numeric) \
-             OR ({n} = $1::text AND {pr} = $2::text::numeric AND \"r\".\"id\" > $3::text))"
-        )
+        format!("(({n} >= $1::text AND ({any})) OR ({n} IS NULL))")
     );
-    // NULLs: ascending NULL has nothing after it but later terms; descending
-    // NULL is followed by every non-NULL value.
+    // NULLs: ascending NULL has nothing after it but later terms (only the
+    // NULL part remains); descending NULL is followed by every non-NULL value.
     let bm = Bookmark {
         order: String::new(),
         values: vec![None, None],
         id: "rec_000000000009".into(),
     };
     let mut p = Params::new(1);
-    let sql = plan.resume_after(&bm, "", &mut p).unwrap();
+    let resume = plan.resume(&bm, "", &mut p).unwrap();
     assert_eq!(
-        sql,
-        format!("(({n} IS NULL AND {pr} IS NOT NULL) OR ({n} IS NULL AND {pr} IS NULL AND \"r\".\"id\" > $1::text))")
+        resume.seek,
+        format!("({n} IS NULL AND (({n} IS NULL AND {pr} IS NOT NULL) OR ({n} IS NULL AND {pr} IS NULL AND \"r\".\"id\" > $1::text)))")
+    );
+    assert_eq!(resume.then, None);
+    let plan = parse_sort("-Name", &s).unwrap().plan(&s, "r", &mut p);
+    let bm = Bookmark {
+        values: vec![None],
+        ..bm
+    };
+    let mut p = Params::new(1);
+    let resume = plan.resume(&bm, "", &mut p).unwrap();
+    assert_eq!(
+        resume,
+        Resume {
+            seek: format!("({n} IS NULL AND (({n} IS NOT NULL) OR ({n} IS NULL AND \"r\".\"id\" > $1::text)))"),
+            then: Some(format!("({n} IS NOT NULL)")),
+        }
+    );
+    // A checkbox key is never NULL: no second part.
+    let plan = parse_sort("Done", &s).unwrap().plan(&s, "r", &mut p);
+    let bm = Bookmark {
+        values: vec![Some("false".into())],
+        ..bm
+    };
+    assert_eq!(plan.resume(&bm, "", &mut p).unwrap().then, None);
+}
+
+#[test]
+fn page_sql_reads_the_null_part_only_when_the_seek_comes_short() {
+    let s = schema();
+    let mut p = Params::new(1);
+    let plan = parse_sort("Name", &s).unwrap().plan(&s, "r", &mut p);
+    let n = format!("\"r\".\"{NAME}\"");
+    let cols = format!("r.id, {n} AS \"__fl_k0\", \"r\".\"id\" AS \"__fl_id\"");
+    let order = format!("{n} ASC NULLS LAST, \"r\".\"id\" ASC");
+    assert_eq!(
+        plan.page_sql("r.id", "t AS r", "live", None, "11"),
+        format!("SELECT {cols} FROM t AS r WHERE live ORDER BY {order} LIMIT 11")
+    );
+    let resume = Resume {
+        seek: "SEEK".into(),
+        then: None,
+    };
+    assert_eq!(
+        plan.page_sql("r.id", "t AS r", "live", Some(&resume), "11"),
+        format!("SELECT {cols} FROM t AS r WHERE live AND SEEK ORDER BY {order} LIMIT 11")
+    );
+    let resume = Resume {
+        seek: "SEEK".into(),
+        then: Some("THEN".into()),
+    };
+    assert_eq!(
+        plan.page_sql("r.id", "t AS r", "live", Some(&resume), "11"),
+        format!(
+            "WITH \"__fl_a\" AS MATERIALIZED (SELECT {cols} FROM t AS r WHERE live AND SEEK ORDER BY {order} LIMIT 11) \
+             SELECT * FROM (SELECT * FROM \"__fl_a\" UNION ALL (SELECT {cols} FROM t AS r \
+             WHERE (SELECT count(*) FROM \"__fl_a\") < 11 AND live AND THEN ORDER BY {order} LIMIT 11)) AS \"__fl_p\" \
+             ORDER BY \"__fl_p\".\"__fl_k0\" ASC NULLS LAST, \"__fl_p\".\"__fl_id\" ASC LIMIT 11"
+        )
     );
 }
 
