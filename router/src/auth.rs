@@ -19,6 +19,7 @@ use crate::keys::{AuthError, Cached, KeyStore, VerifiedKey, FALLBACK_MAX_AGE};
 use crate::limiter::Decision;
 use crate::limiter_lua::{Charge, Outcome, Versions};
 use crate::state::AppState;
+use crate::trace::RequestSpan;
 
 /// A verified caller.
 pub struct Caller {
@@ -64,6 +65,40 @@ impl Caller {
         }
     }
 
+    /// Whether `p` is what [`Caller::principal`] would build from these
+    /// arguments (every field compared: a field added to `Principal` fails
+    /// to compile here until it is).
+    pub fn is_principal(
+        &self,
+        p: &Principal,
+        database: Option<&str>,
+        role_in: Option<Role>,
+        support_grant: bool,
+        epoch_now: Option<i64>,
+    ) -> bool {
+        let r = &self.key.record;
+        let Principal {
+            user_id,
+            key_id,
+            access,
+            narrowed,
+            database_id,
+            role,
+            support,
+            epoch,
+            new_database,
+        } = p;
+        *user_id == r.user.id
+            && *key_id == r.id
+            && *access == r.access
+            && *narrowed == r.databases.is_narrowed()
+            && database_id.as_deref() == database
+            && *role == role_in
+            && *support == support_grant
+            && *epoch == epoch_now
+            && new_database.is_none()
+    }
+
     /// Sets `X-RateLimit-Limit` / `X-RateLimit-Remaining` from the key budget.
     pub fn stamp(&self, resp: &mut Response<Body>) {
         let h = resp.headers_mut();
@@ -107,6 +142,7 @@ pub async fn gate(
     state: &AppState,
     headers: &HeaderMap,
     address: String,
+    span: &RequestSpan,
 ) -> Result<Caller, ApiError> {
     let cfg = &state.config;
     let auth = headers.get(header::AUTHORIZATION);
@@ -129,7 +165,7 @@ pub async fn gate(
             let charge = Charge {
                 address: &address,
                 shield_limit,
-                key: Some((bearer.key_id, &key.record.user.id, cfg.key_limit_per_min)),
+                key: Some((&key, cfg.key_limit_per_min)),
             };
             let out = state.limiter.charge(charge).await;
             if let Some(e) = shield_denied(&out) {
@@ -150,17 +186,17 @@ pub async fn gate(
                 .keys
                 .verify_cold(bearer.key_id, bearer.secret)
                 .await
-                .map_err(auth_error)?;
+                .map_err(|e| auth_error(span, e))?;
             let charge = Charge {
                 address: &address,
                 shield_limit: 0,
-                key: Some((bearer.key_id, &key.record.user.id, cfg.key_limit_per_min)),
+                key: Some((&key, cfg.key_limit_per_min)),
             };
             let out = state.limiter.charge(charge).await;
             (key, out)
         }
     };
-    let key = check_liveness(&state.keys, key, out.versions).await?;
+    let key = check_liveness(&state.keys, key, out.versions, span).await?;
     let budget = out.key.unwrap_or(Decision {
         allowed: true,
         limit: cfg.key_limit_per_min,
@@ -176,10 +212,11 @@ pub async fn gate(
     })
 }
 
-fn auth_error(e: AuthError) -> ApiError {
+fn auth_error(span: &RequestSpan, e: AuthError) -> ApiError {
     match e {
         AuthError::Unauthorized => ApiError::Unauthorized,
         AuthError::Unavailable(why) => {
+            span.describe();
             tracing::error!(error = %why, "control plane unavailable while verifying a key");
             ApiError::Internal
         }
@@ -193,6 +230,7 @@ async fn check_liveness(
     keys: &KeyStore,
     key: Arc<VerifiedKey>,
     versions: Versions,
+    span: &RequestSpan,
 ) -> Result<Arc<VerifiedKey>, ApiError> {
     let refresh = KeyStore::is_stale(&key)
         || match versions {
@@ -206,9 +244,10 @@ async fn check_liveness(
     match keys.refresh(&key).await {
         Ok(k) => Ok(k),
         Err(AuthError::Unavailable(why)) if versions == Versions::Unknown => {
+            span.describe();
             tracing::warn!(error = %why, "control plane and redis unreachable: serving a cached key");
             Ok(key)
         }
-        Err(e) => Err(auth_error(e)),
+        Err(e) => Err(auth_error(span, e)),
     }
 }

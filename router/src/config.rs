@@ -35,6 +35,9 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// Largest request body buffered (and so retryable on 421).
     pub retry_buffer_limit: usize,
+    /// Serving threads (`ROUTER_THREADS`, default one per CPU): each runs its
+    /// own single-threaded runtime and listener (see `cores`).
+    pub threads: usize,
 }
 
 fn var_or(name: &str, default: &str) -> String {
@@ -72,6 +75,10 @@ impl Config {
             pool_max_idle_per_host: number("ROUTER_POOL_IDLE_PER_SHARD", 256)?,
             shutdown_grace: Duration::from_secs(number("ROUTER_SHUTDOWN_GRACE_SECS", 30)?),
             retry_buffer_limit: 64 * 1024,
+            threads: match number("ROUTER_THREADS", 0usize)? {
+                0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+                n => n,
+            },
         })
     }
 }

@@ -16,12 +16,13 @@ use crate::auth::Caller;
 use crate::errors::{full, json, ApiError, Body};
 use crate::forward::{client_response, read_limited, request_headers};
 use crate::state::AppState;
-use crate::trace;
+use crate::trace::{self, RequestSpan};
 
 const CREATE_BODY_LIMIT: usize = 64 * 1024;
 const LOOKUP_REPLY_LIMIT: usize = 16 * 1024 * 1024;
 
-fn internal(what: &str, e: impl std::fmt::Display) -> ApiError {
+fn internal(span: &RequestSpan, what: &str, e: impl std::fmt::Display) -> ApiError {
+    span.describe();
     tracing::error!(error = %e, "{what}");
     ApiError::Internal
 }
@@ -30,13 +31,13 @@ pub async fn list(
     state: &AppState,
     caller: &Caller,
     headers: &HeaderMap,
-    span: &tracing::Span,
+    span: &RequestSpan,
 ) -> Result<Response<Body>, ApiError> {
     let access = state
         .access
         .get(caller.user_id(), caller.user_version())
         .await
-        .map_err(|e| internal("user access lookup failed", e))?;
+        .map_err(|e| internal(span, "user access lookup failed", e))?;
     let scope = &caller.key.record.databases;
     let mut ids: Vec<String> = access
         .memberships
@@ -58,7 +59,7 @@ pub async fn list(
             .placements
             .many(&pending)
             .await
-            .map_err(|e| internal("placement lookup failed", e))?;
+            .map_err(|e| internal(span, "placement lookup failed", e))?;
         let mut by_shard: HashMap<&str, Vec<String>> = HashMap::new();
         for p in &placements {
             by_shard
@@ -106,7 +107,7 @@ async fn lookup(
     state: &AppState,
     caller: &Caller,
     incoming: &HeaderMap,
-    span: &tracing::Span,
+    span: &RequestSpan,
     shard_url: &str,
     ids: &[String],
 ) -> Result<Vec<Value>, ApiError> {
@@ -115,7 +116,7 @@ async fn lookup(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    trace::propagate(span, incoming.get("traceparent"), &mut headers);
+    trace::propagate(span.span(), incoming.get("traceparent"), &mut headers);
     state
         .signer
         .attach(&mut headers, &caller.principal(None, None, false, None));
@@ -130,15 +131,16 @@ async fn lookup(
             full(body),
         )
         .await
-        .map_err(|e| internal("shard unreachable for database lookup", e))?;
+        .map_err(|e| internal(span, "shard unreachable for database lookup", e))?;
     let status = resp.status();
     let bytes = http_body_util::Limited::new(resp.into_body(), LOOKUP_REPLY_LIMIT)
         .collect()
         .await
-        .map_err(|e| internal("database lookup reply unreadable", e))?
+        .map_err(|e| internal(span, "database lookup reply unreadable", e))?
         .to_bytes();
     if !status.is_success() {
         return Err(internal(
+            span,
             "database lookup refused",
             format!("{status} from {shard_url}"),
         ));
@@ -149,14 +151,14 @@ async fn lookup(
     }
     serde_json::from_slice::<Reply>(&bytes)
         .map(|r| r.databases)
-        .map_err(|e| internal("database lookup reply undecodable", e))
+        .map_err(|e| internal(span, "database lookup reply undecodable", e))
 }
 
 pub async fn create(
     state: &AppState,
     caller: &Caller,
     req: Request<Incoming>,
-    span: &tracing::Span,
+    span: &RequestSpan,
 ) -> Result<Response<Body>, ApiError> {
     let record = &caller.key.record;
     if record.databases.is_narrowed() {
@@ -172,10 +174,10 @@ pub async fn create(
         Err(ClientError::Api { status, body }) if (400..500).contains(&status) => {
             return Err(ApiError::Upstream { status, body });
         }
-        Err(e) => return Err(internal("database allocation failed", e)),
+        Err(e) => return Err(internal(span, "database allocation failed", e)),
     };
     let mut headers = request_headers(&parts.headers, &caller.address);
-    trace::propagate(span, parts.headers.get("traceparent"), &mut headers);
+    trace::propagate(span.span(), parts.headers.get("traceparent"), &mut headers);
     let mut principal = caller.principal(None, None, false, Some(allocation.epoch));
     principal.new_database = Some(allocation.clone());
     state.signer.attach(&mut headers, &principal);
@@ -198,19 +200,21 @@ pub async fn create(
     let result = match sent {
         Ok(resp) if resp.status().is_success() => match confirm(state, id).await {
             Ok(()) => Ok(client_response(resp)),
-            Err(e) => Err(internal("database confirmation failed", e)),
+            Err(e) => Err(internal(span, "database confirmation failed", e)),
         },
         Ok(resp) => {
             if let Err(e) = state.control.release_database(id).await {
+                span.describe();
                 tracing::error!(error = %e, db = id, "releasing a failed allocation failed");
             }
             Ok(client_response(resp))
         }
         Err(e) => {
             if let Err(e) = state.control.release_database(id).await {
+                span.describe();
                 tracing::error!(error = %e, db = id, "releasing a failed allocation failed");
             }
-            Err(internal("shard unreachable for database creation", e))
+            Err(internal(span, "shard unreachable for database creation", e))
         }
     };
     state.access.forget(caller.user_id());

@@ -14,15 +14,22 @@ use hyper_util::rt::TokioExecutor;
 
 use crate::errors::{full, ApiError, Body};
 
-const HOP_BY_HOP: [&str; 8] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "upgrade",
+const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
+const PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+const TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+
+const HOP_BY_HOP: [HeaderName; 8] = [
+    header::CONNECTION,
+    KEEP_ALIVE,
+    PROXY_CONNECTION,
+    header::PROXY_AUTHENTICATE,
+    header::PROXY_AUTHORIZATION,
+    header::TE,
+    header::TRAILER,
+    header::UPGRADE,
 ];
 
 #[derive(Clone)]
@@ -92,39 +99,42 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
     for name in named_in_connection(headers) {
         headers.remove(name);
     }
-    for name in HOP_BY_HOP {
+    for name in &HOP_BY_HOP {
         headers.remove(name);
     }
 }
 
-/// The headers a shard receives: the client's, minus hop-by-hop ones, any
-/// `x-cluster-*` (only the router may set those), the credential and Host;
-/// plus `x-forwarded-for` / `x-forwarded-host`.
+/// Headers a shard never receives from a client: only the router sets
+/// `x-cluster-*`, the trace context and `x-forwarded-*`; the credential and
+/// Host stay here; framing is the router's own.
+fn withheld(name: &HeaderName) -> bool {
+    name == header::AUTHORIZATION
+        || name == header::HOST
+        || name == header::TRANSFER_ENCODING
+        || name == TRACEPARENT
+        || name == TRACESTATE
+        || name == X_FORWARDED_FOR
+        || HOP_BY_HOP.contains(name)
+        || name.as_str().starts_with("x-cluster-")
+}
+
+/// The headers a shard receives: the client's, minus hop-by-hop ones (and
+/// those its `Connection` names), any `x-cluster-*` (only the router may set
+/// those), the credential and Host; plus `x-forwarded-for` /
+/// `x-forwarded-host`.
 pub fn request_headers(incoming: &HeaderMap, client_address: &str) -> HeaderMap {
+    let named = named_in_connection(incoming);
     let mut out = HeaderMap::with_capacity(incoming.len() + 6);
     for (name, value) in incoming {
-        let n = name.as_str();
-        if n.starts_with("x-cluster-")
-            || name == header::AUTHORIZATION
-            || name == header::HOST
-            || name == header::TRANSFER_ENCODING
-            || n == "traceparent"
-            || n == "tracestate"
-            || n == "x-forwarded-for"
-        {
-            continue;
+        if !withheld(name) && !named.contains(name) {
+            out.append(name.clone(), value.clone());
         }
-        out.append(name.clone(), value.clone());
-    }
-    strip_hop_by_hop(&mut out);
-    for n in named_in_connection(incoming) {
-        out.remove(n);
     }
     if let Some(host) = incoming.get(header::HOST) {
-        out.insert("x-forwarded-host", host.clone());
+        out.insert(X_FORWARDED_HOST, host.clone());
     }
     if let Ok(v) = HeaderValue::try_from(client_address) {
-        out.insert("x-forwarded-for", v);
+        out.insert(X_FORWARDED_FOR, v);
     }
     out
 }
@@ -192,6 +202,11 @@ mod tests {
         h.insert("x-cluster-principal", HeaderValue::from_static("forged"));
         h.insert("X-Cluster-Signature", HeaderValue::from_static("forged"));
         h.insert("x-forwarded-for", HeaderValue::from_static("6.6.6.6"));
+        h.insert("traceparent", HeaderValue::from_static("00-forged"));
+        h.insert("keep-alive", HeaderValue::from_static("timeout=5"));
+        h.append(header::CONNECTION, HeaderValue::from_static("X-Other"));
+        h.insert("x-other", HeaderValue::from_static("1"));
+        h.insert(header::TE, HeaderValue::from_static("trailers"));
         h.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
@@ -203,6 +218,9 @@ mod tests {
         assert!(out.get("x-secret").is_none());
         assert!(out.get("x-cluster-principal").is_none());
         assert!(out.get("x-cluster-signature").is_none());
+        for gone in ["traceparent", "keep-alive", "x-other", "te"] {
+            assert!(out.get(gone).is_none(), "{gone}");
+        }
         assert_eq!(out["x-forwarded-for"], "1.2.3.4");
         assert_eq!(out["x-forwarded-host"], "api.example");
         assert_eq!(out[header::CONTENT_TYPE], "application/json");

@@ -1,7 +1,6 @@
 //! One request, start to finish: route, gate, dispatch, rate-limit headers.
 
 use std::net::IpAddr;
-use std::sync::Arc;
 
 use http::{Request, Response};
 use hyper::body::Incoming;
@@ -10,7 +9,8 @@ use tracing::Instrument;
 use crate::errors::{ApiError, Body};
 use crate::routes::{classify, Route};
 use crate::state::AppState;
-use crate::{auth, bearer, databases, health, proxy, trace, whoami};
+use crate::trace::RequestSpan;
+use crate::{auth, bearer, databases, health, proxy, whoami};
 
 /// The owned form of a route, so the request can be consumed afterwards.
 enum Target {
@@ -21,21 +21,15 @@ enum Target {
     NotFound,
 }
 
-pub async fn handle(state: Arc<AppState>, req: Request<Incoming>, peer: IpAddr) -> Response<Body> {
-    let span = tracing::info_span!(
-        "request",
-        method = %req.method(),
-        path = %req.uri().path(),
-        status = tracing::field::Empty,
-    );
-    trace::adopt_parent(&span, req.headers());
-    let inner = span.clone();
-    async move {
-        let resp = dispatch(&state, req, peer, &inner).await;
-        inner.record("status", resp.status().as_u16());
+pub async fn handle(state: &AppState, req: Request<Incoming>, peer: IpAddr) -> Response<Body> {
+    let span = RequestSpan::new(req.method(), req.uri(), req.headers());
+    let entered = span.span().clone();
+    async {
+        let resp = dispatch(state, req, peer, &span).await;
+        span.finish(resp.status());
         resp
     }
-    .instrument(span)
+    .instrument(entered)
     .await
 }
 
@@ -43,7 +37,7 @@ async fn dispatch(
     state: &AppState,
     req: Request<Incoming>,
     peer: IpAddr,
-    span: &tracing::Span,
+    span: &RequestSpan,
 ) -> Response<Body> {
     let address = bearer::client_address(
         req.headers().get("x-forwarded-for").map(|v| v.as_bytes()),
@@ -65,7 +59,7 @@ async fn dispatch(
         },
         Route::NotFound => Target::NotFound,
     };
-    let caller = match auth::gate(state, req.headers(), address).await {
+    let caller = match auth::gate(state, req.headers(), address, span).await {
         Ok(c) => c,
         Err(e) => return e.into_response(),
     };

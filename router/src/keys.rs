@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use argon2::{password_hash::PasswordHash, Argon2, PasswordVerifier};
-use cluster_protocol::control::{client::ControlPlaneClient, KeyRecord};
+use cluster_protocol::control::{client::ControlPlaneClient, redis_keys, KeyRecord};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
@@ -26,6 +26,33 @@ pub struct VerifiedKey {
     pub record: KeyRecord,
     digest: [u8; 32],
     pub fetched_at: Instant,
+    /// The Redis keys the limiter reads for it, named once.
+    pub redis: RedisNames,
+}
+
+/// `redis_keys` names of a key's liveness version, its user's access
+/// version and its last-used stamp.
+#[derive(Debug)]
+pub struct RedisNames {
+    pub key_version: String,
+    pub user_version: String,
+    pub last_used: String,
+}
+
+impl VerifiedKey {
+    fn new(record: KeyRecord, digest: [u8; 32], fetched_at: Instant) -> Self {
+        let redis = RedisNames {
+            key_version: redis_keys::key_version(&record.id),
+            user_version: redis_keys::user_version(&record.user.id),
+            last_used: redis_keys::key_last_used(&record.id),
+        };
+        Self {
+            record,
+            digest,
+            fetched_at,
+            redis,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -133,11 +160,7 @@ impl KeyStore {
             self.record_failure(key_id);
             return Err(AuthError::Unauthorized);
         }
-        let key = Arc::new(VerifiedKey {
-            record,
-            digest: digest(secret),
-            fetched_at: Instant::now(),
-        });
+        let key = Arc::new(VerifiedKey::new(record, digest(secret), Instant::now()));
         self.insert(key.clone());
         Ok(key)
     }
@@ -159,11 +182,7 @@ impl KeyStore {
             self.forget(&key.record.id);
             return Err(AuthError::Unauthorized);
         }
-        let fresh = Arc::new(VerifiedKey {
-            record,
-            digest: key.digest,
-            fetched_at: Instant::now(),
-        });
+        let fresh = Arc::new(VerifiedKey::new(record, key.digest, Instant::now()));
         self.insert(fresh.clone());
         Ok(fresh)
     }
@@ -180,11 +199,11 @@ impl KeyStore {
     pub fn mark_stale(&self, key_id: &str) {
         let mut map = self.verified.write().unwrap_or_else(|p| p.into_inner());
         if let Some(k) = map.get(key_id) {
-            let stale = Arc::new(VerifiedKey {
-                record: k.record.clone(),
-                digest: k.digest,
-                fetched_at: Instant::now() - Duration::from_secs(3600),
-            });
+            let stale = Arc::new(VerifiedKey::new(
+                k.record.clone(),
+                k.digest,
+                Instant::now() - Duration::from_secs(3600),
+            ));
             map.insert(key_id.to_string(), stale);
         }
     }

@@ -5,6 +5,7 @@ pub mod access;
 pub mod auth;
 pub mod bearer;
 pub mod config;
+pub mod cores;
 pub mod databases;
 pub mod errors;
 pub mod forward;
@@ -31,7 +32,8 @@ use std::sync::Arc;
 pub use config::Config;
 use tokio::net::TcpListener;
 
-/// Serves on `listener` until `shutdown` resolves, then drains.
+/// Serves on `listener`, on the calling runtime, until `shutdown` resolves,
+/// then drains. The binary serves with [`cores::run`] instead.
 pub async fn run(
     config: Config,
     listener: TcpListener,

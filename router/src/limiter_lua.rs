@@ -5,13 +5,13 @@
 //! answer, the same arithmetic runs in process ([`LocalLimiter`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use cluster_protocol::control::redis_keys;
-
+use crate::keys::VerifiedKey;
 use crate::limiter::{bucket_of, decide, Decision, LocalLimiter, WINDOW_MS};
 use crate::redis_conn::{self, RedisPool, Script};
-use crate::resp::Reply;
+use crate::resp::{Reply, ScriptCall};
 
 /// KEYS: shield cur, shield prev, [key cur, key prev, key liveness, user version, last used].
 /// ARGV: elapsed ms in bucket, window ms, shield limit (0 = skip), key limit, now ms.
@@ -68,14 +68,15 @@ pub struct Charge<'a> {
     pub address: &'a str,
     /// 0 skips the shield (already charged on the cold path).
     pub shield_limit: u64,
-    /// `(key_id, user_id, key_limit)` of a verified key.
-    pub key: Option<(&'a str, &'a str, u64)>,
+    /// A verified key and its budget per window.
+    pub key: Option<(&'a VerifiedKey, u64)>,
 }
 
 pub struct Limiter {
     redis: RedisPool,
-    script: Script,
-    local: LocalLimiter,
+    script: Arc<Script>,
+    /// Shared by every core, so the fallback counts one budget per name.
+    local: Arc<LocalLimiter>,
     /// Unix ms until which Redis is considered down (skip it).
     down_until: AtomicU64,
     last_warning: AtomicU64,
@@ -93,11 +94,24 @@ impl Limiter {
     pub fn new(redis: RedisPool) -> Self {
         Self {
             redis,
-            script: Script::new(SCRIPT),
-            local: LocalLimiter::default(),
+            script: Arc::new(Script::new(SCRIPT)),
+            local: Arc::default(),
             down_until: AtomicU64::new(0),
             last_warning: AtomicU64::new(0),
             timeout: Duration::from_millis(250),
+        }
+    }
+
+    /// A limiter on other connections (another core's) sharing this one's
+    /// script and fallback counters.
+    pub fn with_connections(&self, redis: RedisPool) -> Self {
+        Self {
+            redis,
+            script: self.script.clone(),
+            local: self.local.clone(),
+            down_until: AtomicU64::new(0),
+            last_warning: AtomicU64::new(0),
+            timeout: self.timeout,
         }
     }
 
@@ -142,9 +156,11 @@ impl Limiter {
             }
         };
         let key = match c.key {
-            Some((key_id, _, limit)) if shield.allowed => {
-                Some(self.local.charge(&format!("k:{key_id}"), limit, now))
-            }
+            Some((key, limit)) if shield.allowed => Some(self.local.charge(
+                &format!("k:{}", key.record.id),
+                limit,
+                now,
+            )),
             _ => None,
         };
         Outcome {
@@ -158,20 +174,24 @@ impl Limiter {
     async fn run_script(&self, c: &Charge<'_>, now: u64) -> Result<Outcome, redis_conn::Error> {
         let (bucket, elapsed) = bucket_of(now);
         let previous = bucket.wrapping_sub(1);
-        let mut keys = Vec::with_capacity(7);
-        keys.push(format!("router:rl:addr:{}:{bucket}", c.address));
-        keys.push(format!("router:rl:addr:{}:{previous}", c.address));
-        let key_limit = c.key.map(|k| k.2).unwrap_or(0);
-        if let Some((key_id, user_id, _)) = c.key {
-            keys.push(format!("router:rl:key:{key_id}:{bucket}"));
-            keys.push(format!("router:rl:key:{key_id}:{previous}"));
-            keys.push(redis_keys::key_version(key_id));
-            keys.push(redis_keys::user_version(user_id));
-            keys.push(redis_keys::key_last_used(key_id));
-        }
-        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-        let args = [elapsed, WINDOW_MS, c.shield_limit, key_limit, now];
-        let reply = match self.redis.eval(&self.script, &keys, &args).await? {
+        let key_limit = c.key.map(|k| k.1).unwrap_or(0);
+        let call = |call: &mut ScriptCall<'_>| {
+            let address = c.address;
+            call.key(format_args!("router:rl:addr:{address}:{bucket}"));
+            call.key(format_args!("router:rl:addr:{address}:{previous}"));
+            if let Some((key, _)) = c.key {
+                let id = &key.record.id;
+                call.key(format_args!("router:rl:key:{id}:{bucket}"));
+                call.key(format_args!("router:rl:key:{id}:{previous}"));
+                call.key(format_args!("{}", key.redis.key_version));
+                call.key(format_args!("{}", key.redis.user_version));
+                call.key(format_args!("{}", key.redis.last_used));
+            }
+            for arg in [elapsed, WINDOW_MS, c.shield_limit, key_limit, now] {
+                call.arg(arg);
+            }
+        };
+        let reply = match self.redis.eval(&self.script, call).await? {
             Reply::Array(items) => items,
             _ => return Err(redis_conn::Error::Protocol),
         };

@@ -45,7 +45,9 @@ fn bound_malloc_retention() {}
 fn main() -> anyhow::Result<()> {
     bound_malloc_retention();
     let config = Config::from_env()?;
-    tokio::runtime::Builder::new_multi_thread()
+    // This runtime only waits for the shutdown signal (and hosts telemetry);
+    // requests are served by `router::cores`, one runtime per thread.
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("start the tokio runtime")?
@@ -54,9 +56,5 @@ fn main() -> anyhow::Result<()> {
 
 async fn serve(config: Config) -> anyhow::Result<()> {
     let _telemetry = cluster_protocol::telemetry::init("router");
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("bind {}", config.listen))?;
-    tracing::info!(listen = %config.listen, "router listening");
-    router::run(config, listener, shutdown_signal()).await
+    router::cores::run(config, shutdown_signal()).await
 }

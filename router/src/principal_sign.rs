@@ -39,33 +39,48 @@ impl Signer {
 
     /// Signs `principal` now and sets its three headers (replacing any present).
     pub fn attach(&self, headers: &mut HeaderMap, principal: &Principal) {
-        let second = chrono::Utc::now().timestamp();
-        let values = if principal.new_database.is_some() {
-            sign(principal, &self.secret, second)
+        if principal.new_database.is_some() {
+            let second = chrono::Utc::now().timestamp();
+            set(headers, sign(principal, &self.secret, second));
         } else {
-            self.cached(principal, second)
-        };
-        let Some(values) = values else { return };
-        for (name, value) in [HEADER_PRINCIPAL, HEADER_TIMESTAMP, HEADER_SIGNATURE]
-            .into_iter()
-            .zip(values)
-        {
-            headers.insert(HeaderName::from_static(name), value);
+            self.attach_with(
+                headers,
+                &principal.key_id,
+                |p| p == principal,
+                || principal.clone(),
+            );
         }
     }
 
-    fn cached(&self, principal: &Principal, second: i64) -> Option<[HeaderValue; 3]> {
-        let lookup = |recent: &HashMap<String, Vec<Signed>>| {
-            recent.get(&principal.key_id).and_then(|list| {
+    /// Like [`Signer::attach`] for the principal of key `key_id` that
+    /// `matches` recognises: `make` builds it only when no signature of it
+    /// is kept for this second. It must not carry `new_database`.
+    pub fn attach_with(
+        &self,
+        headers: &mut HeaderMap,
+        key_id: &str,
+        matches: impl Fn(&Principal) -> bool,
+        make: impl FnOnce() -> Principal,
+    ) {
+        let second = chrono::Utc::now().timestamp();
+        let cached = {
+            let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+            recent.get(key_id).and_then(|list| {
                 list.iter()
-                    .find(|s| s.second == second && s.principal == *principal)
+                    .find(|s| s.second == second && matches(&s.principal))
                     .map(|s| s.values.clone())
             })
         };
-        if let Some(values) = lookup(&self.recent.lock().unwrap_or_else(|p| p.into_inner())) {
-            return values;
-        }
-        let values = sign(principal, &self.secret, second);
+        let values = match cached {
+            Some(values) => values,
+            None => self.sign_and_keep(make(), second),
+        };
+        set(headers, values);
+    }
+
+    fn sign_and_keep(&self, principal: Principal, second: i64) -> Option<[HeaderValue; 3]> {
+        debug_assert!(principal.new_database.is_none());
+        let values = sign(&principal, &self.secret, second);
         let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
         if recent.len() >= MAX_CACHED {
             recent.clear();
@@ -73,11 +88,21 @@ impl Signer {
         let list = recent.entry(principal.key_id.clone()).or_default();
         list.retain(|s| s.second == second);
         list.push(Signed {
-            principal: principal.clone(),
+            principal,
             second,
             values: values.clone(),
         });
         values
+    }
+}
+
+fn set(headers: &mut HeaderMap, values: Option<[HeaderValue; 3]>) {
+    let Some(values) = values else { return };
+    for (name, value) in [HEADER_PRINCIPAL, HEADER_TIMESTAMP, HEADER_SIGNATURE]
+        .into_iter()
+        .zip(values)
+    {
+        headers.insert(HeaderName::from_static(name), value);
     }
 }
 

@@ -13,7 +13,7 @@ use crate::auth::Caller;
 use crate::errors::{ApiError, Body};
 use crate::forward::{client_response, prepare_body, request_headers};
 use crate::state::AppState;
-use crate::trace;
+use crate::trace::{self, RequestSpan};
 
 pub async fn forward(
     state: &AppState,
@@ -21,9 +21,10 @@ pub async fn forward(
     tag: &str,
     import: bool,
     req: Request<Incoming>,
-    span: &tracing::Span,
+    span: &RequestSpan,
 ) -> Result<Response<Body>, ApiError> {
     let placement = state.placements.get(tag).await.map_err(|e| {
+        span.describe();
         tracing::error!(error = %e, tag, "placement lookup failed");
         ApiError::Internal
     })?;
@@ -37,6 +38,7 @@ pub async fn forward(
         .get(caller.user_id(), caller.user_version())
         .await
         .map_err(|e| {
+            span.describe();
             tracing::error!(error = %e, "user access lookup failed");
             ApiError::Internal
         })?;
@@ -60,14 +62,19 @@ pub async fn forward(
     for try_no in 0..2 {
         // Built per attempt (a retry is rare) rather than cloned per request.
         let mut headers = request_headers(&parts.headers, &caller.address);
-        trace::propagate(span, parts.headers.get("traceparent"), &mut headers);
-        let principal = caller.principal(Some(db), role, support, Some(epoch));
-        state.signer.attach(&mut headers, &principal);
+        trace::propagate(span.span(), parts.headers.get("traceparent"), &mut headers);
+        state.signer.attach_with(
+            &mut headers,
+            &caller.key.record.id,
+            |p| caller.is_principal(p, Some(db), role, support, Some(epoch)),
+            || caller.principal(Some(db), role, support, Some(epoch)),
+        );
         let resp = state
             .forwarder
             .send(&shard_url, &parts.method, path, headers, attempt)
             .await
             .map_err(|e| {
+                span.describe();
                 tracing::error!(error = %e, shard = %shard_url, "shard unreachable");
                 ApiError::Internal
             })?;
@@ -76,11 +83,14 @@ pub async fn forward(
         }
         state.placements.forget_tag(tag);
         let Some(replay) = rest.take().filter(|_| try_no == 0) else {
+            span.describe();
             tracing::error!(shard = %shard_url, db, "misplaced and the request cannot be retried");
             return Err(ApiError::Internal);
         };
+        span.describe();
         tracing::info!(shard = %shard_url, db, "misplaced: refreshing placement and retrying");
         let fresh = state.placements.get(tag).await.map_err(|e| {
+            span.describe();
             tracing::error!(error = %e, tag, "placement refresh failed");
             ApiError::Internal
         })?;
@@ -89,6 +99,7 @@ pub async fn forward(
         epoch = fresh.epoch;
         (attempt, rest) = replay.take();
     }
+    span.describe();
     tracing::error!(db, "shard still says misplaced after a refresh");
     Err(ApiError::Internal)
 }

@@ -7,7 +7,6 @@
 //! connection that failed, or whose command was abandoned half-way (the
 //! caller's timeout dropped the future), is closed, never reused.
 
-use std::io::Write;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -15,7 +14,7 @@ use bytes::{Buf, BytesMut};
 use redis::{ConnectionAddr, IntoConnectionInfo};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::resp::{self, Reply};
+use crate::resp::{self, Reply, ScriptCall};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -79,10 +78,13 @@ impl Conn {
 
     /// `EVALSHA`, falling back to `EVAL` (which caches the script) once when
     /// Redis does not know the script (after a restart or `SCRIPT FLUSH`).
-    async fn eval(&mut self, script: &Script, keys: &[&str], args: &[u64]) -> Result<Reply, Error> {
-        let mut reply = self.eval_as("EVALSHA", &script.sha, keys, args).await?;
+    async fn eval<F>(&mut self, script: &Script, call: &F) -> Result<Reply, Error>
+    where
+        F: Fn(&mut ScriptCall<'_>),
+    {
+        let mut reply = self.eval_as("EVALSHA", &script.sha, call).await?;
         if matches!(&reply, Reply::Error(e) if e.starts_with("NOSCRIPT")) {
-            reply = self.eval_as("EVAL", &script.body, keys, args).await?;
+            reply = self.eval_as("EVAL", &script.body, call).await?;
         }
         match reply {
             Reply::Error(e) => Err(Error::Server(e)),
@@ -90,27 +92,13 @@ impl Conn {
         }
     }
 
-    async fn eval_as(
-        &mut self,
-        verb: &str,
-        script: &str,
-        keys: &[&str],
-        args: &[u64],
-    ) -> Result<Reply, Error> {
-        let w = &mut self.write;
-        w.clear();
-        let _ = write!(w, "*{}\r\n", 3 + keys.len() + args.len());
-        let key_count = keys.len().to_string();
-        for part in [verb, script, &key_count]
-            .into_iter()
-            .chain(keys.iter().copied())
-        {
-            let _ = write!(w, "${}\r\n{part}\r\n", part.len());
-        }
-        for arg in args {
-            let text = arg.to_string();
-            let _ = write!(w, "${}\r\n{text}\r\n", text.len());
-        }
+    async fn eval_as<F>(&mut self, verb: &str, script: &str, call: &F) -> Result<Reply, Error>
+    where
+        F: Fn(&mut ScriptCall<'_>),
+    {
+        let mut writer = ScriptCall::new(&mut self.write);
+        call(&mut writer);
+        writer.finish(verb, script);
         self.round_trip().await
     }
 }
@@ -147,16 +135,20 @@ impl RedisPool {
     /// Runs `script` with `keys` and `args` on a pooled connection. A reused
     /// connection that turns out to be closed (Redis restarted) is retried
     /// once on a fresh one: Redis never read a command sent on it.
-    pub async fn eval(&self, script: &Script, keys: &[&str], args: &[u64]) -> Result<Reply, Error> {
+    /// `call` writes the keys and arguments (it may run twice).
+    pub async fn eval<F>(&self, script: &Script, call: F) -> Result<Reply, Error>
+    where
+        F: Fn(&mut ScriptCall<'_>),
+    {
         let (mut conn, reused) = match self.checkout() {
             Some(c) => (c, true),
             None => (self.connect().await?, false),
         };
-        let reply = match conn.eval(script, keys, args).await {
+        let reply = match conn.eval(script, &call).await {
             Err(Error::Closed) if reused => {
                 self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
                 conn = self.connect().await?;
-                conn.eval(script, keys, args).await
+                conn.eval(script, &call).await
             }
             other => other,
         };

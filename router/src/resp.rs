@@ -14,6 +14,68 @@ pub fn encode<'a>(out: &mut Vec<u8>, args: impl ExactSizeIterator<Item = &'a [u8
     }
 }
 
+/// A script call (`EVALSHA sha numkeys key... arg...`) written straight
+/// into a connection's buffer, so naming its keys allocates nothing: give
+/// the keys, then the arguments, then [`ScriptCall::finish`].
+pub struct ScriptCall<'a> {
+    out: &'a mut Vec<u8>,
+    keys: usize,
+    args: usize,
+}
+
+impl<'a> ScriptCall<'a> {
+    /// Starts a call in `out` (cleared).
+    pub fn new(out: &'a mut Vec<u8>) -> Self {
+        out.clear();
+        Self {
+            out,
+            keys: 0,
+            args: 0,
+        }
+    }
+
+    /// A key, formatted in place (`format_args!`).
+    pub fn key(&mut self, key: std::fmt::Arguments<'_>) {
+        debug_assert_eq!(self.args, 0, "keys come before arguments");
+        self.bulk(key);
+        self.keys += 1;
+    }
+
+    pub fn arg(&mut self, n: u64) {
+        self.bulk(format_args!("{n}"));
+        self.args += 1;
+    }
+
+    /// Prepends the array header, `verb`, `script` and the key count
+    /// (written after the body, then rotated in front of it).
+    pub fn finish(mut self, verb: &str, script: &str) {
+        let body = self.out.len();
+        let _ = write!(self.out, "*{}\r\n", 3 + self.keys + self.args);
+        for part in [verb, script] {
+            let _ = write!(self.out, "${}\r\n{part}\r\n", part.len());
+        }
+        let keys = self.keys;
+        self.bulk(format_args!("{keys}"));
+        let head = self.out.len() - body;
+        self.out.rotate_right(head);
+    }
+
+    /// `$len\r\n<text>\r\n`: the text is written first, then its length
+    /// is moved in front of it.
+    fn bulk(&mut self, text: std::fmt::Arguments<'_>) {
+        let start = self.out.len();
+        let _ = self.out.write_fmt(text);
+        let len = self.out.len() - start;
+        let mut prefix = [0u8; 24];
+        let mut cursor = std::io::Cursor::new(&mut prefix[..]);
+        let _ = write!(cursor, "${len}\r\n");
+        let n = cursor.position() as usize;
+        self.out.extend_from_slice(&prefix[..n]);
+        self.out[start..].rotate_right(n);
+        self.out.extend_from_slice(b"\r\n");
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
     Status(String),
@@ -106,6 +168,32 @@ mod tests {
         let mut out = Vec::new();
         encode(&mut out, [&b"GET"[..], b"k"].into_iter());
         assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n");
+    }
+
+    #[test]
+    fn encodes_a_script_call_in_place() {
+        let mut out = b"left over".to_vec();
+        let mut call = ScriptCall::new(&mut out);
+        call.key(format_args!("rl:{}:{}", "1.2.3.4", 42));
+        call.key(format_args!("k"));
+        call.arg(60_000);
+        call.arg(0);
+        call.finish("EVALSHA", "abc");
+        let mut expected = Vec::new();
+        let args: [&[u8]; 7] = [
+            b"EVALSHA",
+            b"abc",
+            b"2",
+            b"rl:1.2.3.4:42",
+            b"k",
+            b"60000",
+            b"0",
+        ];
+        encode(&mut expected, args.into_iter());
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(expected).unwrap()
+        );
     }
 
     #[test]

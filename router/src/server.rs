@@ -12,7 +12,6 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 
 use crate::errors::ApiError;
 use crate::handler;
@@ -24,7 +23,6 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     let graceful = GracefulShutdown::new();
-    let in_flight = Arc::new(Semaphore::new(state.config.max_in_flight));
     let grace = state.config.shutdown_grace;
     tokio::pin!(shutdown);
     loop {
@@ -41,14 +39,12 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let state = state.clone();
-        let in_flight = in_flight.clone();
         let service = service_fn(move |req| {
             let state = state.clone();
-            let in_flight = in_flight.clone();
             async move {
-                let resp = match in_flight.try_acquire() {
+                let resp = match state.in_flight.try_acquire() {
                     Ok(permit) => {
-                        let resp = handler::handle(state, req, peer.ip()).await;
+                        let resp = handler::handle(&state, req, peer.ip()).await;
                         drop(permit);
                         resp
                     }

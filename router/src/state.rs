@@ -1,6 +1,14 @@
 //! Everything a request handler needs, built once at start-up.
+//!
+//! The caches (keys, users, placements, signatures, health), the fallback
+//! limiter's counters and the in-flight bound are shared by every core; the
+//! Redis connections and the pooled shard connections belong to one core
+//! (see `cores`), so a request never waits on a socket another thread drives.
+
+use std::sync::Arc;
 
 use cluster_protocol::control::client::ControlPlaneClient;
+use tokio::sync::Semaphore;
 
 use crate::{
     access::AccessStore, config::Config, forward::Forwarder, health::HealthCache, keys::KeyStore,
@@ -9,17 +17,22 @@ use crate::{
 
 /// Idle Redis connections kept for the limiter (one per request in flight).
 const REDIS_MAX_IDLE: usize = 64;
+const REDIS_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
 
 pub struct AppState {
-    pub config: Config,
+    pub config: Arc<Config>,
     pub control: ControlPlaneClient,
-    pub keys: KeyStore,
-    pub access: AccessStore,
-    pub placements: PlacementStore,
+    pub keys: Arc<KeyStore>,
+    pub access: Arc<AccessStore>,
+    pub placements: Arc<PlacementStore>,
+    pub health: Arc<HealthCache>,
+    pub signer: Arc<Signer>,
+    /// Requests handled at once, across all cores.
+    pub in_flight: Arc<Semaphore>,
+    /// This core's Redis connections (the counters of its fallback are shared).
     pub limiter: Limiter,
+    /// This core's pooled connections to the shards.
     pub forwarder: Forwarder,
-    pub health: HealthCache,
-    pub signer: Signer,
 }
 
 impl AppState {
@@ -28,21 +41,39 @@ impl AppState {
     pub fn new(config: Config) -> anyhow::Result<Self> {
         let control =
             ControlPlaneClient::new(&config.control_plane_url, &config.control_plane_token.0);
-        let redis = RedisPool::new(
-            &config.redis_url,
-            REDIS_MAX_IDLE,
-            std::time::Duration::from_millis(500),
-        )?;
+        let redis = RedisPool::new(&config.redis_url, REDIS_MAX_IDLE, REDIS_CONNECT_TIMEOUT)?;
         Ok(Self {
-            keys: KeyStore::new(control.clone()),
-            access: AccessStore::new(control.clone()),
-            placements: PlacementStore::new(control.clone()),
+            keys: Arc::new(KeyStore::new(control.clone())),
+            access: Arc::new(AccessStore::new(control.clone())),
+            placements: Arc::new(PlacementStore::new(control.clone())),
             limiter: Limiter::new(redis),
             forwarder: Forwarder::new(config.pool_max_idle_per_host),
-            health: HealthCache::default(),
-            signer: Signer::new(config.cluster_secret.0.as_bytes()),
+            health: Arc::default(),
+            signer: Arc::new(Signer::new(config.cluster_secret.0.as_bytes())),
+            in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
             control,
-            config,
+            config: Arc::new(config),
+        })
+    }
+
+    /// The state of another core: the same caches, its own connections.
+    pub fn for_another_core(&self) -> anyhow::Result<Self> {
+        let redis = RedisPool::new(
+            &self.config.redis_url,
+            REDIS_MAX_IDLE,
+            REDIS_CONNECT_TIMEOUT,
+        )?;
+        Ok(Self {
+            config: self.config.clone(),
+            control: self.control.clone(),
+            keys: self.keys.clone(),
+            access: self.access.clone(),
+            placements: self.placements.clone(),
+            health: self.health.clone(),
+            signer: self.signer.clone(),
+            in_flight: self.in_flight.clone(),
+            limiter: self.limiter.with_connections(redis),
+            forwarder: Forwarder::new(self.config.pool_max_idle_per_host),
         })
     }
 
