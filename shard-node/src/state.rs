@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
-use deadpool_postgres::{Object, Pool, Runtime};
+use deadpool_postgres::{Object, Pool, Runtime, Transaction};
 use tokio_postgres::NoTls;
 
 use crate::config::{Config, Secret, POOL_WAIT_TIMEOUT};
@@ -131,6 +131,23 @@ impl Db {
 
     pub async fn client(&self) -> ApiResult<Object> {
         Ok(self.pool.get().await?)
+    }
+
+    /// Runs `work` in one transaction, timed as `op`: commits only when it
+    /// succeeds; an error rolls everything back.
+    pub async fn in_transaction<T>(
+        &self,
+        op: DbOp,
+        work: impl AsyncFnOnce(&Transaction<'_>) -> ApiResult<T>,
+    ) -> ApiResult<T> {
+        self.measured(op, async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await?;
+            let out = work(&tx).await?;
+            tx.commit().await?;
+            Ok(out)
+        })
+        .await
     }
 
     /// Runs one named database operation, timing it (debug level).

@@ -77,18 +77,15 @@ pub fn check_own(access: &Access, states: &[(String, Option<String>, bool)]) -> 
 }
 
 pub async fn trash(db: &Db, access: &Access, table_id: &str, ids: &[String]) -> ApiResult<()> {
-    db.measured(DbOp::TrashRecords, async {
-        let mut client = db.client().await?;
-        let tx = client.transaction().await?;
-        let table = RecordTable::load(&tx, &access.database_id, table_id).await?;
-        let states = store::states(&tx, &table, ids, true).await?;
+    db.in_transaction(DbOp::TrashRecords, async |tx| {
+        let table = RecordTable::load(tx, &access.database_id, table_id).await?;
+        let states = store::states(tx, &table, ids, true).await?;
         check_live(ids, &states, |id| {
             format!("Record {id} is already in the trash.")
         })?;
         check_own(access, &states)?;
-        store::trash(&tx, &table, ids).await?;
-        events::record_events(&tx, &table, events::RecordEvent::Deleted, ids, ids.len()).await?;
-        tx.commit().await?;
+        store::trash(tx, &table, ids).await?;
+        events::record_events(tx, &table, events::RecordEvent::Deleted, ids, ids.len()).await?;
         Ok(())
     })
     .await

@@ -31,16 +31,13 @@ pub async fn in_transaction<T>(
     table_id: &str,
     write: impl AsyncFnOnce(&Transaction<'_>, &Ctx) -> ApiResult<T>,
 ) -> ApiResult<T> {
-    let db = &state.db;
-    db.measured(op, async {
-        let mut client = db.client().await?;
-        let tx = client.transaction().await?;
-        let ctx = Ctx::load(&tx, &state.schemas, database_id, table_id).await?;
-        let out = write(&tx, &ctx).await?;
-        tx.commit().await?;
-        Ok(out)
-    })
-    .await
+    state
+        .db
+        .in_transaction(op, async |tx| {
+            let ctx = Ctx::load(tx, &state.schemas, database_id, table_id).await?;
+            write(tx, &ctx).await
+        })
+        .await
 }
 
 /// Everything one write needs about its table.

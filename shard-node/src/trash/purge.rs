@@ -39,25 +39,19 @@ pub async fn handler(
 }
 
 pub async fn purge(db: &Db, access: &Access, table_id: &str, ids: &[String]) -> ApiResult<()> {
-    db.measured(DbOp::PurgeRecords, async {
-        let mut client = db.client().await?;
-        let tx = client.transaction().await?;
-        let table = super::trashed_batch(&tx, access, table_id, ids).await?;
-        store::purge(&tx, &table, ids).await?;
-        tx.commit().await?;
+    db.in_transaction(DbOp::PurgeRecords, async |tx| {
+        let table = super::trashed_batch(tx, access, table_id, ids).await?;
+        store::purge(tx, &table, ids).await?;
         Ok(())
     })
     .await
 }
 
 pub async fn purge_all(db: &Db, access: &Access, table_id: &str) -> ApiResult<u64> {
-    db.measured(DbOp::PurgeRecords, async {
-        let mut client = db.client().await?;
-        let tx = client.transaction().await?;
-        let table = RecordTable::load(&tx, &access.database_id, table_id).await?;
+    db.in_transaction(DbOp::PurgeRecords, async |tx| {
+        let table = RecordTable::load(tx, &access.database_id, table_id).await?;
         let only = (access.principal.role != Some(Role::Owner)).then(|| access.user_id());
-        let n = store::purge_all(&tx, &table, only).await?;
-        tx.commit().await?;
+        let n = store::purge_all(tx, &table, only).await?;
         Ok(n)
     })
     .await

@@ -29,21 +29,18 @@ pub async fn restore(
     table_id: &str,
     ids: &[String],
 ) -> ApiResult<Map<String, Value>> {
-    db.measured(DbOp::RestoreRecords, async {
-        let mut client = db.client().await?;
-        let tx = client.transaction().await?;
-        let table = super::trashed_batch(&tx, access, table_id, ids).await?;
-        let schema = crate::schema::cache::load(&tx, &access.database_id).await?;
+    db.in_transaction(DbOp::RestoreRecords, async |tx| {
+        let table = super::trashed_batch(tx, access, table_id, ids).await?;
+        let schema = crate::schema::cache::load(tx, &access.database_id).await?;
         let table_schema = schema
             .table(table_id)
             .ok_or(crate::error::ApiError::NotFound)?;
-        store::restore(&tx, &table, ids)
+        store::restore(tx, &table, ids)
             .await
             .map_err(|e| cells::unique_violation(e.into(), table_schema))?;
-        events::record_events(&tx, &table, RecordEvent::Created, ids, ids.len()).await?;
-        let read = cells::read_fields(&tx, &table, None).await?;
-        let rows = store::by_ids(&tx, &table, &read.exprs(), &[], ids).await?;
-        tx.commit().await?;
+        events::record_events(tx, &table, RecordEvent::Created, ids, ids.len()).await?;
+        let read = cells::read_fields(tx, &table, None).await?;
+        let rows = store::by_ids(tx, &table, &read.exprs(), &[], ids).await?;
         let shape = Shape::default();
         let records = rows
             .into_iter()

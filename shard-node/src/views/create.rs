@@ -31,17 +31,14 @@ pub async fn create(
     name: &str,
     config: &Value,
 ) -> ApiResult<View> {
-    db.measured(DbOp::CreateView, async {
-        let mut client = db.client().await?;
-        let tx = client.transaction().await?;
-        if !views::lock_table(&tx, database_id, table_id).await? {
+    db.in_transaction(DbOp::CreateView, async |tx| {
+        if !views::lock_table(tx, database_id, table_id).await? {
             return Err(ApiError::NotFound);
         }
         let tag = ids::tag_of(Kind::Table, table_id)
             .ok_or_else(|| anyhow::anyhow!("table id without a tag"))?;
         let id = ids::new_tagged(Kind::View, tag);
-        let view = views::insert(&tx, &id, table_id, database_id, name, config).await?;
-        tx.commit().await?;
+        let view = views::insert(tx, &id, table_id, database_id, name, config).await?;
         Ok(view)
     })
     .await

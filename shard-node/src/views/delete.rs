@@ -19,25 +19,22 @@ pub async fn handler(
 }
 
 pub async fn delete(db: &Db, database_id: &str, id: &str) -> ApiResult<()> {
-    db.measured(DbOp::DeleteView, async {
-        let mut client = db.client().await?;
-        let tx = client.transaction().await?;
-        let view = views::get(&tx, database_id, id)
+    db.in_transaction(DbOp::DeleteView, async |tx| {
+        let view = views::get(tx, database_id, id)
             .await?
             .ok_or(ApiError::NotFound)?;
         // The table lock serialises two deletes racing for the last views.
-        if !views::lock_table(&tx, database_id, &view.table_id).await? {
+        if !views::lock_table(tx, database_id, &view.table_id).await? {
             return Err(ApiError::NotFound);
         }
-        if views::count_for_table(&tx, &view.table_id).await? <= 1 {
+        if views::count_for_table(tx, &view.table_id).await? <= 1 {
             return Err(ApiError::bad_request(
                 "A table's only view cannot be deleted.",
             ));
         }
-        if !views::delete(&tx, id).await? {
+        if !views::delete(tx, id).await? {
             return Err(ApiError::NotFound);
         }
-        tx.commit().await?;
         Ok(())
     })
     .await
