@@ -14,7 +14,6 @@ use tokio_postgres::Row;
 
 use super::cells::wire;
 use super::reply::{Post, ReadField, Shape};
-use crate::json::format_ts;
 
 /// A reply body that is JSON already.
 pub struct JsonBytes(pub Vec<u8>);
@@ -200,14 +199,8 @@ pub fn write(
                 wire::write_str(out, row.try_get::<_, &str>(0)?);
                 Ok(())
             }
-            Slot::CreatedAt => {
-                wire::write_str(out, &format_ts(&row.try_get(1)?));
-                Ok(())
-            }
-            Slot::UpdatedAt => {
-                wire::write_str(out, &format_ts(&row.try_get(2)?));
-                Ok(())
-            }
+            Slot::CreatedAt => wire::write_stamp(out, row, 1),
+            Slot::UpdatedAt => wire::write_stamp(out, row, 2),
             Slot::Fields => write_object(out, &layout.cells, |out, s| match s {
                 Slot::Cell(i) => cell(out, i),
                 _ => Ok(()),

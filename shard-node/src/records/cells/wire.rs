@@ -146,7 +146,25 @@ fn j2date(jd: i64) -> (i64, u32, u32) {
 fn write_ymd(out: &mut Vec<u8>, jd: i64) {
     let (y, m, d) = j2date(jd);
     let y = if y <= 0 { 1 - y } else { y };
-    let _ = write!(out, "{y:04}-{m:02}-{d:02}");
+    if y < 10_000 {
+        digits(out, y as u32, 4);
+    } else {
+        let _ = write!(out, "{y}");
+    }
+    out.push(b'-');
+    digits(out, m, 2);
+    out.push(b'-');
+    digits(out, d, 2);
+}
+
+/// `n` in exactly `width` decimal digits (zero-padded; `n` fits).
+fn digits(out: &mut Vec<u8>, mut n: u32, width: usize) {
+    let at = out.len();
+    out.resize(at + width, b'0');
+    for slot in out[at..].iter_mut().rev() {
+        *slot = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
 }
 
 /// A day as its JSON string, `null` for ±infinity (to_char's NULL).
@@ -171,15 +189,33 @@ fn write_instant(out: &mut Vec<u8>, us: i64) {
     let time = us.rem_euclid(USECS_PER_DAY);
     out.push(b'"');
     write_ymd(out, EPOCH_JDATE + days);
-    let secs = time / 1_000_000;
-    let _ = write!(
-        out,
-        "T{:02}:{:02}:{:02}.{:03}Z\"",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60,
-        time % 1_000_000 / 1000
-    );
+    let secs = (time / 1_000_000) as u32;
+    out.push(b'T');
+    digits(out, secs / 3600, 2);
+    out.push(b':');
+    digits(out, secs / 60 % 60, 2);
+    out.push(b':');
+    digits(out, secs % 60, 2);
+    out.push(b'.');
+    digits(out, (time % 1_000_000 / 1000) as u32, 3);
+    out.extend_from_slice(b"Z\"");
+}
+
+/// Days from 2000-01-01 to 0001-01-01 and to 10000-01-01: the instants
+/// between print the same through [`write_instant`] and chrono's RFC 3339
+/// with milliseconds (`json::format_ts`).
+const FOUR_DIGIT_YEARS: std::ops::Range<i64> = -730_119..2_921_940;
+
+/// A record's `created_at`/`updated_at` as `json::format_ts` prints it.
+pub fn write_stamp(out: &mut Vec<u8>, row: &Row, i: usize) -> Result<(), tokio_postgres::Error> {
+    let Instant(us) = row.try_get(i)?;
+    if FOUR_DIGIT_YEARS.contains(&us.div_euclid(USECS_PER_DAY)) {
+        write_instant(out, us);
+    } else {
+        let t: chrono::DateTime<chrono::Utc> = row.try_get(i)?;
+        write_str(out, &crate::json::format_ts(&t));
+    }
+    Ok(())
 }
 
 /// A JSON string.
@@ -385,7 +421,7 @@ mod tests {
         // 0001-01-01, 1 BC (year 0), 44 BC, 10000-01-01.
         assert_eq!(day(-730_119), "\"0001-01-01\"");
         assert_eq!(day(-730_120), "\"0001-12-31\"");
-        assert_eq!(day(-746_191), "\"0044-01-01\"");
+        assert_eq!(day(-746_190), "\"0044-01-01\"");
         assert_eq!(day(2_921_940), "\"10000-01-01\"");
         assert_eq!(day(i32::MAX), "null");
         assert_eq!(day(i32::MIN), "null");
@@ -403,6 +439,26 @@ mod tests {
     }
 
     #[test]
+    fn instants_print_as_format_ts_within_four_digit_years() {
+        use chrono::{TimeZone, Utc};
+        let epoch = Utc.with_ymd_and_hms(2000, 1, 1, 0, 0, 0).unwrap();
+        for us in [
+            0i64,
+            -1,
+            1_234_567_890_123_456,
+            -63_082_281_600_000_000,
+            252_455_615_999_999_999,
+            841_124_733_123_999,
+        ] {
+            let t = epoch + chrono::Duration::microseconds(us);
+            assert!(FOUR_DIGIT_YEARS.contains(&us.div_euclid(USECS_PER_DAY)));
+            assert_eq!(instant(us), format!("\"{}\"", crate::json::format_ts(&t)));
+        }
+        assert_eq!(FOUR_DIGIT_YEARS.start, -730_119);
+        assert!(!FOUR_DIGIT_YEARS.contains(&2_921_940));
+    }
+
+    #[test]
     fn numbers_as_serde_json_prints_them() {
         assert_eq!(number("392"), "392");
         assert_eq!(number("-7"), "-7");
@@ -410,7 +466,7 @@ mod tests {
         assert_eq!(number("0.1"), "0.1");
         assert_eq!(
             number("123456789012345678901234567890"),
-            "1.2345678901234568e29"
+            "1.2345678901234568e+29"
         );
         assert_eq!(number("NaN"), "\"NaN\"");
         for t in ["392", "1.50", "-0", "18446744073709551616", "0.000001"] {
