@@ -11,7 +11,11 @@
 # skips the SQL capture and pgbench, e.g. to compare shard-node builds),
 # OUT (console copy, default results/records-run.console.txt).
 # Console copy: loadtest/results/records-run.console.txt; k6 JSON per line
-# in loadtest/results/records-<path>-<query>.json.
+# in loadtest/results/records-<path>-<query>.json. After each k6 or pgbench
+# line a `cpu` line gives the CPU time (user + system, from /proc) each
+# process spent per request over that line: the owning shard node, its
+# PostgreSQL (every backend, exited ones included), the router and k6
+# itself (all four share the machine's cores).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -21,32 +25,68 @@ VUS="${VUS:-8}"; DURATION="${DURATION:-10s}"
 dsn="$(jq -er .shard_dsn "$here/.records-fixture.json")"
 out="${OUT:-$here/results/records-run.console.txt}"
 cd "$root"
+# CPU accounting (best effort: a missing pid file leaves that process out).
+port_base="$(sed -n 's/^PORT_BASE=//p' "$DEV_CLUSTER_DIR/layout" 2>/dev/null || true)"
+shard_port="$(jq -er .shard_url "$here/.records-fixture.json" | sed 's/.*://')"
+shard_i=$((shard_port - ${port_base:-0} - 20))
+node_pid="$(cat "$DEV_CLUSTER_DIR/run/shard-$shard_i.pid" 2>/dev/null || true)"
+router_pid="$(cat "$DEV_CLUSTER_DIR/run/router.pid" 2>/dev/null || true)"
+pm_pid="$(head -1 "$DEV_CLUSTER_DIR/pg/shard-$shard_i/postmaster.pid" 2>/dev/null || true)"
+ticks() { # clock ticks of user+system CPU of the pids (children waited for too with -c)
+  local own=12 s=0 p
+  [[ "$1" == -c ]] && { own=14; shift; }
+  for p in "$@"; do
+    [[ -r /proc/$p/stat ]] || continue
+    s=$((s + $(sed 's/.*) //' "/proc/$p/stat" | awk -v n="$own" '{t=$12+$13; if (n==14) t+=$14+$15; print t}')))
+  done
+  echo "$s"
+}
+pg_ticks() { [[ -n "$pm_pid" ]] && echo $(( $(ticks $(pgrep -P "$pm_pid")) + $(ticks -c "$pm_pid") )) || echo 0; }
+cpu_mark() { c_node=$(ticks $node_pid); c_router=$(ticks $router_pid); c_pg=$(pg_ticks); c_self=$(ticks -c "$self_pid"); }
+cpu_line() { # REQUESTS [router|direct|pgbench]: ms of CPU per request since cpu_mark
+  local n="$1" hz; hz="$(getconf CLK_TCK)"
+  awk -v n="$n" -v hz="$hz" -v node=$(( $(ticks $node_pid) - c_node )) -v router=$(( $(ticks $router_pid) - c_router )) \
+      -v pg=$(( $(pg_ticks) - c_pg )) -v k6=$(( $(ticks -c "$self_pid") - c_self )) -v kind="$2" 'BEGIN {
+    if (n <= 0) exit; f = 1000 / hz / n
+    printf "cpu {\"ms_per_request\":{\"node\":%.3f,\"pg\":%.3f,\"router\":%.3f,\"%s\":%.3f}}\n", node*f, pg*f, router*f, (kind == "pgbench" ? "pgbench" : "k6"), k6*f }'
+}
+k6_line() { # PATH QUERY VUS: one k6 line, then its cpu line
+  local out
+  cpu_mark
+  out="$(k6 run -q -e FIXTURE="$here/.records-fixture.json" -e ROUTER_URL="$ROUTER_URL" \
+    -e CLUSTER_SECRET="$CLUSTER_SECRET" -e PATH_KIND="$1" -e QUERY="$2" -e VUS="$3" \
+    -e DURATION="$DURATION" "$here/k6/records.js" 2>/dev/null)"
+  echo "$out"
+  cpu_line "$(jq -r --arg d "${DURATION%s}" '.rps * ($d | tonumber) | floor' <<<"$out")" "$1"
+}
 if [[ "${PGBENCH:-1}" == 1 ]]; then
   python3 "$here/records_sql.py" "$env_file"
   mkdir -p "$here/results/records-sql"
   cp "$here"/pgbench/generated/*.sql "$here/results/records-sql/"
 fi
 {
+  # k6 and pgbench are waited-for children of this shell: their CPU
+  # accrues to its children's time.
+  self_pid=$BASHPID
   echo "run $(date -u +%FT%TZ) HEAD $(git rev-parse --short HEAD) shard-node $(sha256sum "${DEV_CLUSTER_BIN_DIR:-$BIN_DIR}/shard-node" 2>/dev/null | cut -c1-12) nproc $(nproc) rustc procs $(pgrep -c rustc || true)"
   for q in ${QUERIES:-first deep filter filter_sort sort_deep}; do
     for p in router direct; do
       echo "load $(cut -d' ' -f1-3 /proc/loadavg)"
-      k6 run -q -e FIXTURE="$here/.records-fixture.json" -e ROUTER_URL="$ROUTER_URL" \
-        -e CLUSTER_SECRET="$CLUSTER_SECRET" -e PATH_KIND="$p" -e QUERY="$q" -e VUS="$VUS" \
-        -e DURATION="$DURATION" "$here/k6/records.js" 2>/dev/null
+      k6_line "$p" "$q" "$VUS"
     done
     [[ "${PGBENCH:-1}" == 1 ]] || continue
     echo "load $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "{\"path\":\"pgbench\",\"query\":\"$q\",$(pgbench -n -M prepared -c "$VUS" -j 2 -T "${DURATION%s}" \
-      -f "$here/pgbench/generated/$q.sql" "$dsn" 2>&1 | awk '
+    cpu_mark
+    pg_out="$(pgbench -n -M prepared -c "$VUS" -j 2 -T "${DURATION%s}" \
+      -f "$here/pgbench/generated/$q.sql" "$dsn" 2>&1)"
+    echo "{\"path\":\"pgbench\",\"query\":\"$q\",$(awk '
         /^tps/ {tps=$3} /latency average/ {avg=$4} /number of failed/ {f=$5}
-        END {printf "\"tps\":%s,\"avg_ms\":%s,\"failed\":%s", tps, avg, f}')}"
+        END {printf "\"tps\":%s,\"avg_ms\":%s,\"failed\":%s", tps, avg, f}' <<<"$pg_out")}"
+    cpu_line "$(awk -F': ' '/number of transactions actually processed/ {split($2, a, "/"); print a[1]}' <<<"$pg_out")" pgbench
   done
   if [[ "${CREATE:-1}" == 1 ]]; then
     echo "load $(cut -d' ' -f1-3 /proc/loadavg)"
-    k6 run -q -e FIXTURE="$here/.records-fixture.json" -e ROUTER_URL="$ROUTER_URL" \
-      -e CLUSTER_SECRET="$CLUSTER_SECRET" -e PATH_KIND=router -e QUERY=create -e VUS=1 \
-      -e DURATION="$DURATION" "$here/k6/records.js" 2>/dev/null
+    k6_line router create 1
   fi
   echo "load $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$out"
