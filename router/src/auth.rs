@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use cluster_protocol::control::Role;
 use cluster_protocol::principal::Principal;
-use http::{header, HeaderMap, HeaderValue, Response};
+use http::{header, HeaderMap, HeaderName, HeaderValue, Response};
 
 use crate::bearer;
 use crate::errors::{ApiError, Body};
@@ -20,6 +20,9 @@ use crate::limiter::Decision;
 use crate::limiter_lua::{Charge, Outcome, Versions};
 use crate::state::AppState;
 use crate::trace::RequestSpan;
+
+const RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
+const RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
 
 /// A verified caller.
 pub struct Caller {
@@ -102,9 +105,9 @@ impl Caller {
     /// Sets `X-RateLimit-Limit` / `X-RateLimit-Remaining` from the key budget.
     pub fn stamp(&self, resp: &mut Response<Body>) {
         let h = resp.headers_mut();
-        h.insert("x-ratelimit-limit", HeaderValue::from(self.budget.limit));
+        h.insert(RATELIMIT_LIMIT, HeaderValue::from(self.budget.limit));
         h.insert(
-            "x-ratelimit-remaining",
+            RATELIMIT_REMAINING,
             HeaderValue::from(self.budget.remaining),
         );
     }

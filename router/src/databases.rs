@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use cluster_protocol::control::{client::ClientError, Access};
 use cluster_protocol::error::forbidden;
-use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::Value;
@@ -116,7 +116,7 @@ async fn lookup(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    trace::propagate(span.span(), incoming.get("traceparent"), &mut headers);
+    trace::propagate(span.span(), incoming, &mut headers);
     state
         .signer
         .attach(&mut headers, &caller.principal(None, None, false, None));
@@ -126,7 +126,7 @@ async fn lookup(
         .send(
             shard_url,
             &Method::POST,
-            "/internal/databases/lookup",
+            &Uri::from_static("/internal/databases/lookup"),
             headers,
             full(body),
         )
@@ -177,21 +177,16 @@ pub async fn create(
         Err(e) => return Err(internal(span, "database allocation failed", e)),
     };
     let mut headers = request_headers(&parts.headers, &caller.address);
-    trace::propagate(span.span(), parts.headers.get("traceparent"), &mut headers);
+    trace::propagate(span.span(), &parts.headers, &mut headers);
     let mut principal = caller.principal(None, None, false, Some(allocation.epoch));
     principal.new_database = Some(allocation.clone());
     state.signer.attach(&mut headers, &principal);
-    let path = parts
-        .uri
-        .path_and_query()
-        .map(|p| p.as_str())
-        .unwrap_or("/api/databases");
     let sent = state
         .forwarder
         .send(
             &allocation.shard.url,
             &Method::POST,
-            path,
+            &parts.uri,
             headers,
             full(body),
         )

@@ -3,22 +3,19 @@
 //! bodies either streamed or (when small and of known length) buffered so a
 //! 421 can be retried.
 
-use std::time::Duration;
-
 use bytes::Bytes;
-use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response};
+use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response, Uri};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use hyper_util::client::legacy::{connect::HttpConnector, Client};
-use hyper_util::rt::TokioExecutor;
 
 use crate::errors::{full, ApiError, Body};
+use crate::shard_conn::{self, ShardPool};
+use crate::trace::TRACEPARENT;
 
 const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
 const PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
-const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 const TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
-const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+pub const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
 
 const HOP_BY_HOP: [HeaderName; 8] = [
@@ -32,9 +29,9 @@ const HOP_BY_HOP: [HeaderName; 8] = [
     header::UPGRADE,
 ];
 
-#[derive(Clone)]
+/// This core's connections to the shards.
 pub struct Forwarder {
-    client: Client<HttpConnector, Body>,
+    pool: ShardPool,
 }
 
 /// A request body ready to send: replayable when buffered.
@@ -55,33 +52,32 @@ impl OutBody {
 
 impl Forwarder {
     pub fn new(max_idle_per_host: usize) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(Duration::from_secs(2)));
-        connector.set_keepalive(Some(Duration::from_secs(60)));
-        let client = Client::builder(TokioExecutor::new())
-            .pool_max_idle_per_host(max_idle_per_host)
-            .pool_idle_timeout(Duration::from_secs(60))
-            .build(connector);
-        Self { client }
+        Self {
+            pool: ShardPool::new(max_idle_per_host),
+        }
     }
 
+    /// Sends a request to the shard at `shard_url`; only the path and query
+    /// of `uri` are used.
     pub async fn send(
         &self,
         shard_url: &str,
         method: &Method,
-        path_and_query: &str,
+        uri: &Uri,
         headers: HeaderMap,
         body: Body,
-    ) -> Result<Response<Incoming>, hyper_util::client::legacy::Error> {
-        let uri = format!("{}{}", shard_url.trim_end_matches('/'), path_and_query);
+    ) -> Result<Response<Incoming>, shard_conn::Error> {
         let mut req = Request::new(body);
         *req.method_mut() = method.clone();
-        // A shard URL from the control plane that does not parse fails the
-        // request below as a transport error.
-        *req.uri_mut() = uri.parse().unwrap_or_default();
+        *req.uri_mut() = if uri.scheme().is_none() && uri.authority().is_none() {
+            uri.clone()
+        } else {
+            // Absolute-form from the client: the shard gets origin-form.
+            uri.path_and_query()
+                .map_or(Uri::from_static("/"), |p| p.clone().into())
+        };
         *req.headers_mut() = headers;
-        self.client.request(req).await
+        self.pool.send(shard_url, req).await
     }
 }
 

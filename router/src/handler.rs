@@ -7,6 +7,7 @@ use hyper::body::Incoming;
 use tracing::Instrument;
 
 use crate::errors::{ApiError, Body};
+use crate::forward::X_FORWARDED_FOR;
 use crate::routes::{classify, Route};
 use crate::state::AppState;
 use crate::trace::RequestSpan;
@@ -40,7 +41,7 @@ async fn dispatch(
     span: &RequestSpan,
 ) -> Response<Body> {
     let address = bearer::client_address(
-        req.headers().get("x-forwarded-for").map(|v| v.as_bytes()),
+        req.headers().get(X_FORWARDED_FOR).map(|v| v.as_bytes()),
         peer,
     );
     let target = match classify(req.method(), req.uri().path()) {

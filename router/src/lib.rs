@@ -22,6 +22,7 @@ pub mod redis_conn;
 pub mod resp;
 pub mod routes;
 pub mod server;
+pub mod shard_conn;
 pub mod state;
 pub mod trace;
 pub mod whoami;

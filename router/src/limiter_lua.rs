@@ -177,15 +177,15 @@ impl Limiter {
         let key_limit = c.key.map(|k| k.1).unwrap_or(0);
         let call = |call: &mut ScriptCall<'_>| {
             let address = c.address;
-            call.key(format_args!("router:rl:addr:{address}:{bucket}"));
-            call.key(format_args!("router:rl:addr:{address}:{previous}"));
+            call.key(&["router:rl:addr:", address, ":"], Some(bucket));
+            call.key(&["router:rl:addr:", address, ":"], Some(previous));
             if let Some((key, _)) = c.key {
-                let id = &key.record.id;
-                call.key(format_args!("router:rl:key:{id}:{bucket}"));
-                call.key(format_args!("router:rl:key:{id}:{previous}"));
-                call.key(format_args!("{}", key.redis.key_version));
-                call.key(format_args!("{}", key.redis.user_version));
-                call.key(format_args!("{}", key.redis.last_used));
+                let id = key.record.id.as_str();
+                call.key(&["router:rl:key:", id, ":"], Some(bucket));
+                call.key(&["router:rl:key:", id, ":"], Some(previous));
+                call.key(&[&key.redis.key_version], None);
+                call.key(&[&key.redis.user_version], None);
+                call.key(&[&key.redis.last_used], None);
             }
             for arg in [elapsed, WINDOW_MS, c.shield_limit, key_limit, now] {
                 call.arg(arg);

@@ -96,13 +96,16 @@ impl Signer {
     }
 }
 
+const NAMES: [HeaderName; 3] = [
+    HeaderName::from_static(HEADER_PRINCIPAL),
+    HeaderName::from_static(HEADER_TIMESTAMP),
+    HeaderName::from_static(HEADER_SIGNATURE),
+];
+
 fn set(headers: &mut HeaderMap, values: Option<[HeaderValue; 3]>) {
     let Some(values) = values else { return };
-    for (name, value) in [HEADER_PRINCIPAL, HEADER_TIMESTAMP, HEADER_SIGNATURE]
-        .into_iter()
-        .zip(values)
-    {
-        headers.insert(HeaderName::from_static(name), value);
+    for (name, value) in NAMES.into_iter().zip(values) {
+        headers.insert(name, value);
     }
 }
 

@@ -49,11 +49,6 @@ pub async fn forward(
     }
 
     let (parts, body) = req.into_parts();
-    let path = parts
-        .uri
-        .path_and_query()
-        .map(|p| p.as_str())
-        .unwrap_or("/");
     let body = prepare_body(&parts.headers, body, state.config.retry_buffer_limit).await?;
 
     let mut shard_url = placement.shard.url.clone();
@@ -62,7 +57,7 @@ pub async fn forward(
     for try_no in 0..2 {
         // Built per attempt (a retry is rare) rather than cloned per request.
         let mut headers = request_headers(&parts.headers, &caller.address);
-        trace::propagate(span.span(), parts.headers.get("traceparent"), &mut headers);
+        trace::propagate(span.span(), &parts.headers, &mut headers);
         state.signer.attach_with(
             &mut headers,
             &caller.key.record.id,
@@ -71,7 +66,7 @@ pub async fn forward(
         );
         let resp = state
             .forwarder
-            .send(&shard_url, &parts.method, path, headers, attempt)
+            .send(&shard_url, &parts.method, &parts.uri, headers, attempt)
             .await
             .map_err(|e| {
                 span.describe();

@@ -34,15 +34,15 @@ impl<'a> ScriptCall<'a> {
         }
     }
 
-    /// A key, formatted in place (`format_args!`).
-    pub fn key(&mut self, key: std::fmt::Arguments<'_>) {
+    /// A key: the concatenation of `parts`, then `number` in decimal if given.
+    pub fn key(&mut self, parts: &[&str], number: Option<u64>) {
         debug_assert_eq!(self.args, 0, "keys come before arguments");
-        self.bulk(key);
+        self.bulk(parts, number);
         self.keys += 1;
     }
 
     pub fn arg(&mut self, n: u64) {
-        self.bulk(format_args!("{n}"));
+        self.bulk(&[], Some(n));
         self.args += 1;
     }
 
@@ -50,30 +50,48 @@ impl<'a> ScriptCall<'a> {
     /// (written after the body, then rotated in front of it).
     pub fn finish(mut self, verb: &str, script: &str) {
         let body = self.out.len();
-        let _ = write!(self.out, "*{}\r\n", 3 + self.keys + self.args);
-        for part in [verb, script] {
-            let _ = write!(self.out, "${}\r\n{part}\r\n", part.len());
-        }
-        let keys = self.keys;
-        self.bulk(format_args!("{keys}"));
+        self.out.push(b'*');
+        push_decimal(self.out, (3 + self.keys + self.args) as u64);
+        self.out.extend_from_slice(b"\r\n");
+        self.bulk(&[verb], None);
+        self.bulk(&[script], None);
+        let keys = self.keys as u64;
+        self.bulk(&[], Some(keys));
         let head = self.out.len() - body;
         self.out.rotate_right(head);
     }
 
-    /// `$len\r\n<text>\r\n`: the text is written first, then its length
-    /// is moved in front of it.
-    fn bulk(&mut self, text: std::fmt::Arguments<'_>) {
-        let start = self.out.len();
-        let _ = self.out.write_fmt(text);
-        let len = self.out.len() - start;
-        let mut prefix = [0u8; 24];
-        let mut cursor = std::io::Cursor::new(&mut prefix[..]);
-        let _ = write!(cursor, "${len}\r\n");
-        let n = cursor.position() as usize;
-        self.out.extend_from_slice(&prefix[..n]);
-        self.out[start..].rotate_right(n);
+    fn bulk(&mut self, parts: &[&str], number: Option<u64>) {
+        let mut digits = [0u8; 20];
+        let digits = number.map_or(&[][..], |n| decimal(n, &mut digits));
+        let len = parts.iter().map(|p| p.len()).sum::<usize>() + digits.len();
+        self.out.push(b'$');
+        push_decimal(self.out, len as u64);
+        self.out.extend_from_slice(b"\r\n");
+        for part in parts {
+            self.out.extend_from_slice(part.as_bytes());
+        }
+        self.out.extend_from_slice(digits);
         self.out.extend_from_slice(b"\r\n");
     }
+}
+
+/// `n` in decimal, in the tail of `buf`.
+fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[at..];
+        }
+    }
+}
+
+fn push_decimal(out: &mut Vec<u8>, n: u64) {
+    let mut buf = [0u8; 20];
+    out.extend_from_slice(decimal(n, &mut buf));
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,13 +192,14 @@ mod tests {
     fn encodes_a_script_call_in_place() {
         let mut out = b"left over".to_vec();
         let mut call = ScriptCall::new(&mut out);
-        call.key(format_args!("rl:{}:{}", "1.2.3.4", 42));
-        call.key(format_args!("k"));
+        call.key(&["rl:", "1.2.3.4", ":"], Some(42));
+        call.key(&["k"], None);
         call.arg(60_000);
         call.arg(0);
+        call.arg(u64::MAX);
         call.finish("EVALSHA", "abc");
         let mut expected = Vec::new();
-        let args: [&[u8]; 7] = [
+        let args: [&[u8]; 8] = [
             b"EVALSHA",
             b"abc",
             b"2",
@@ -188,6 +207,7 @@ mod tests {
             b"k",
             b"60000",
             b"0",
+            b"18446744073709551615",
         ];
         encode(&mut expected, args.into_iter());
         assert_eq!(

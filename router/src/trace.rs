@@ -52,8 +52,10 @@ impl RequestSpan {
     /// Records method and path (once); call before logging under the span.
     pub fn describe(&self) -> &Self {
         if !self.described.swap(true, Ordering::Relaxed) {
-            self.span.record("method", self.method.as_str());
-            self.span.record("path", self.uri.path());
+            self.span
+                .record("method", tracing::field::display(&self.method));
+            self.span
+                .record("path", tracing::field::display(self.uri.path()));
         }
         self
     }
@@ -90,7 +92,7 @@ impl Injector for Inject<'_> {
 
 /// Makes `span` a child of the incoming trace context, if any.
 pub fn adopt_parent(span: &tracing::Span, incoming: &HeaderMap) {
-    if !incoming.contains_key("traceparent") {
+    if !incoming.contains_key(TRACEPARENT) {
         return;
     }
     let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&Extract(incoming)));
@@ -100,7 +102,7 @@ pub fn adopt_parent(span: &tracing::Span, incoming: &HeaderMap) {
 /// Sets `traceparent` on the outgoing headers: from the span's OpenTelemetry
 /// context when export is on, else the incoming trace id with a new span id
 /// (or a fresh trace).
-pub fn propagate(span: &tracing::Span, incoming: Option<&HeaderValue>, out: &mut HeaderMap) {
+pub fn propagate(span: &tracing::Span, incoming: &HeaderMap, out: &mut HeaderMap) {
     if exporting() {
         let cx = span.context();
         opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&cx, &mut Inject(out)));
@@ -108,13 +110,13 @@ pub fn propagate(span: &tracing::Span, incoming: Option<&HeaderValue>, out: &mut
             return;
         }
     }
-    let value = fallback(incoming.and_then(|v| v.to_str().ok()));
+    let value = fallback(incoming.get(TRACEPARENT).and_then(|v| v.to_str().ok()));
     if let Ok(v) = HeaderValue::from_bytes(&value) {
         out.insert(TRACEPARENT, v);
     }
 }
 
-const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
+pub const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
 
 /// `00-<trace>-<span>-<flags>`, keeping a valid incoming trace id and flags.
 pub fn fallback_traceparent(incoming: Option<&str>) -> String {
