@@ -219,8 +219,9 @@ fn auth_error(span: &RequestSpan, e: AuthError) -> ApiError {
     match e {
         AuthError::Unauthorized => ApiError::Unauthorized,
         AuthError::Unavailable(why) => {
-            span.describe();
-            tracing::error!(error = %why, "control plane unavailable while verifying a key");
+            span.log(
+                || tracing::error!(error = %why, "control plane unavailable while verifying a key"),
+            );
             ApiError::Internal
         }
     }
@@ -247,8 +248,10 @@ async fn check_liveness(
     match keys.refresh(&key).await {
         Ok(k) => Ok(k),
         Err(AuthError::Unavailable(why)) if versions == Versions::Unknown => {
-            span.describe();
-            tracing::warn!(error = %why, "control plane and redis unreachable: serving a cached key");
+            span.log(|| {
+                let what = "control plane and redis unreachable: serving a cached key";
+                tracing::warn!(error = %why, "{what}")
+            });
             Ok(key)
         }
         Err(e) => Err(auth_error(span, e)),

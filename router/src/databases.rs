@@ -22,8 +22,7 @@ const CREATE_BODY_LIMIT: usize = 64 * 1024;
 const LOOKUP_REPLY_LIMIT: usize = 16 * 1024 * 1024;
 
 fn internal(span: &RequestSpan, what: &str, e: impl std::fmt::Display) -> ApiError {
-    span.describe();
-    tracing::error!(error = %e, "{what}");
+    span.log(|| tracing::error!(error = %e, "{what}"));
     ApiError::Internal
 }
 
@@ -116,7 +115,7 @@ async fn lookup(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    trace::propagate(span.span(), incoming, &mut headers);
+    trace::propagate(span, incoming, &mut headers);
     state
         .signer
         .attach(&mut headers, &caller.principal(None, None, false, None));
@@ -177,7 +176,7 @@ pub async fn create(
         Err(e) => return Err(internal(span, "database allocation failed", e)),
     };
     let mut headers = request_headers(&parts.headers, &caller.address);
-    trace::propagate(span.span(), &parts.headers, &mut headers);
+    trace::propagate(span, &parts.headers, &mut headers);
     let mut principal = caller.principal(None, None, false, Some(allocation.epoch));
     principal.new_database = Some(allocation.clone());
     state.signer.attach(&mut headers, &principal);
@@ -199,15 +198,17 @@ pub async fn create(
         },
         Ok(resp) => {
             if let Err(e) = state.control.release_database(id).await {
-                span.describe();
-                tracing::error!(error = %e, db = id, "releasing a failed allocation failed");
+                span.log(
+                    || tracing::error!(error = %e, db = id, "releasing a failed allocation failed"),
+                );
             }
             Ok(client_response(resp))
         }
         Err(e) => {
             if let Err(e) = state.control.release_database(id).await {
-                span.describe();
-                tracing::error!(error = %e, db = id, "releasing a failed allocation failed");
+                span.log(
+                    || tracing::error!(error = %e, db = id, "releasing a failed allocation failed"),
+                );
             }
             Err(internal(span, "shard unreachable for database creation", e))
         }

@@ -24,14 +24,15 @@ enum Target {
 
 pub async fn handle(state: &AppState, req: Request<Incoming>, peer: IpAddr) -> Response<Body> {
     let span = RequestSpan::new(req.method(), req.uri(), req.headers());
-    let entered = span.span().clone();
-    async {
-        let resp = dispatch(state, req, peer, &span).await;
-        span.finish(resp.status());
-        resp
-    }
-    .instrument(entered)
-    .await
+    let resp = match span.opened() {
+        Some(opened) => {
+            let opened = opened.clone();
+            dispatch(state, req, peer, &span).instrument(opened).await
+        }
+        None => dispatch(state, req, peer, &span).await,
+    };
+    span.finish(resp.status());
+    resp
 }
 
 async fn dispatch(

@@ -24,8 +24,7 @@ pub async fn forward(
     span: &RequestSpan,
 ) -> Result<Response<Body>, ApiError> {
     let placement = state.placements.get(tag).await.map_err(|e| {
-        span.describe();
-        tracing::error!(error = %e, tag, "placement lookup failed");
+        span.log(|| tracing::error!(error = %e, tag, "placement lookup failed"));
         ApiError::Internal
     })?;
     let placement = placement.ok_or(ApiError::NotFound)?;
@@ -38,8 +37,7 @@ pub async fn forward(
         .get(caller.user_id(), caller.user_version())
         .await
         .map_err(|e| {
-            span.describe();
-            tracing::error!(error = %e, "user access lookup failed");
+            span.log(|| tracing::error!(error = %e, "user access lookup failed"));
             ApiError::Internal
         })?;
     let role = access.role_in(db);
@@ -57,7 +55,7 @@ pub async fn forward(
     for try_no in 0..2 {
         // Built per attempt (a retry is rare) rather than cloned per request.
         let mut headers = request_headers(&parts.headers, &caller.address);
-        trace::propagate(span.span(), &parts.headers, &mut headers);
+        trace::propagate(span, &parts.headers, &mut headers);
         state.signer.attach_with(
             &mut headers,
             &caller.key.record.id,
@@ -69,8 +67,7 @@ pub async fn forward(
             .send(&shard_url, &parts.method, &parts.uri, headers, attempt)
             .await
             .map_err(|e| {
-                span.describe();
-                tracing::error!(error = %e, shard = %shard_url, "shard unreachable");
+                span.log(|| tracing::error!(error = %e, shard = %shard_url, "shard unreachable"));
                 ApiError::Internal
             })?;
         if resp.status().as_u16() != MISPLACED_STATUS {
@@ -78,15 +75,18 @@ pub async fn forward(
         }
         state.placements.forget_tag(tag);
         let Some(replay) = rest.take().filter(|_| try_no == 0) else {
-            span.describe();
-            tracing::error!(shard = %shard_url, db, "misplaced and the request cannot be retried");
+            span.log(|| {
+                let what = "misplaced and the request cannot be retried";
+                tracing::error!(shard = %shard_url, db, "{what}")
+            });
             return Err(ApiError::Internal);
         };
-        span.describe();
-        tracing::info!(shard = %shard_url, db, "misplaced: refreshing placement and retrying");
+        span.log(|| {
+            let what = "misplaced: refreshing placement and retrying";
+            tracing::info!(shard = %shard_url, db, "{what}")
+        });
         let fresh = state.placements.get(tag).await.map_err(|e| {
-            span.describe();
-            tracing::error!(error = %e, tag, "placement refresh failed");
+            span.log(|| tracing::error!(error = %e, tag, "placement refresh failed"));
             ApiError::Internal
         })?;
         let fresh = fresh.ok_or(ApiError::NotFound)?;
@@ -94,7 +94,6 @@ pub async fn forward(
         epoch = fresh.epoch;
         (attempt, rest) = replay.take();
     }
-    span.describe();
-    tracing::error!(db, "shard still says misplaced after a refresh");
+    span.log(|| tracing::error!(db, "shard still says misplaced after a refresh"));
     Err(ApiError::Internal)
 }

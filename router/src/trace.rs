@@ -1,7 +1,6 @@
 //! W3C trace context: continue the caller's trace (or start one) and hand it
 //! to the shard in `traceparent`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use http::{HeaderMap, HeaderValue, Method, Uri};
@@ -16,54 +15,59 @@ fn exporting() -> bool {
     *EXPORTING.get_or_init(|| std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_some())
 }
 
-/// The span of one request. Its `method`, `path` and `status` fields are
-/// recorded only when they can be seen: at once when spans are exported,
-/// otherwise by [`RequestSpan::describe`] right before something is logged
-/// under it. (The fmt layer formats a span's fields into a string when they
-/// are recorded, logged or not: about 5 % of the router's CPU per request.)
+/// The span of one request, opened only when something uses it: at once
+/// when spans are exported (the export is what it is for) or debug logging
+/// is on (what logs at debug during the request then says which request it
+/// is), otherwise when the router logs something about the request
+/// ([`RequestSpan::log`]). An open span costs the tracing registry and the
+/// fmt layer's formatting of its fields on every request, logged or not.
 pub struct RequestSpan {
-    span: tracing::Span,
+    span: OnceLock<tracing::Span>,
     method: Method,
     uri: Uri,
-    described: AtomicBool,
 }
 
 impl RequestSpan {
-    /// Opens the span, as a child of the incoming trace context if any.
+    /// Opens the span at once when it is exported (as a child of the
+    /// incoming trace context, if any) or debug logging is on.
     pub fn new(method: &Method, uri: &Uri, headers: &HeaderMap) -> Self {
-        let span = tracing::info_span!("request", method = Empty, path = Empty, status = Empty);
-        adopt_parent(&span, headers);
         let this = Self {
-            span,
+            span: OnceLock::new(),
             method: method.clone(),
             uri: uri.clone(),
-            described: AtomicBool::new(false),
         };
-        if exporting() {
-            this.describe();
+        if exporting() || tracing::enabled!(tracing::Level::DEBUG) {
+            adopt_parent(this.open(), headers);
         }
         this
     }
 
-    pub fn span(&self) -> &tracing::Span {
-        &self.span
+    fn open(&self) -> &tracing::Span {
+        self.span.get_or_init(|| {
+            tracing::info_span!(
+                "request",
+                method = %self.method,
+                path = %self.uri.path(),
+                status = Empty,
+            )
+        })
     }
 
-    /// Records method and path (once); call before logging under the span.
-    pub fn describe(&self) -> &Self {
-        if !self.described.swap(true, Ordering::Relaxed) {
-            self.span
-                .record("method", tracing::field::display(&self.method));
-            self.span
-                .record("path", tracing::field::display(self.uri.path()));
-        }
-        self
+    /// The span when it was opened at once: the request runs inside it.
+    pub fn opened(&self) -> Option<&tracing::Span> {
+        self.span.get()
+    }
+
+    /// Runs `log` (a `tracing` event) inside the span, opening it if need
+    /// be, so the line names the request's method and path.
+    pub fn log<R>(&self, log: impl FnOnce() -> R) -> R {
+        self.open().in_scope(log)
     }
 
     /// Records the response status when spans are exported.
     pub fn finish(&self, status: http::StatusCode) {
-        if exporting() {
-            self.span.record("status", status.as_u16());
+        if let Some(span) = self.span.get().filter(|_| exporting()) {
+            span.record("status", status.as_u16());
         }
     }
 }
@@ -102,9 +106,9 @@ pub fn adopt_parent(span: &tracing::Span, incoming: &HeaderMap) {
 /// Sets `traceparent` on the outgoing headers: from the span's OpenTelemetry
 /// context when export is on, else the incoming trace id with a new span id
 /// (or a fresh trace).
-pub fn propagate(span: &tracing::Span, incoming: &HeaderMap, out: &mut HeaderMap) {
+pub fn propagate(span: &RequestSpan, incoming: &HeaderMap, out: &mut HeaderMap) {
     if exporting() {
-        let cx = span.context();
+        let cx = span.open().context();
         opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&cx, &mut Inject(out)));
         if out.contains_key(TRACEPARENT) {
             return;
