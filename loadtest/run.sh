@@ -78,8 +78,9 @@ router_pid="$(find_router_pid)"
 [[ -n "$router_pid" ]] && kill -0 "$router_pid" || { echo "run.sh: cannot find the router's pid (set ROUTER_PID)" >&2; exit 1; }
 clk_tck="$(getconf CLK_TCK)"
 
-# user+sys CPU ticks of the whole process (all threads).
+# user+sys CPU ticks of the whole process (all threads); user and sys alone.
 cpu_ticks() { sed 's/.*) //' "/proc/$router_pid/stat" | awk '{print $12 + $13}'; }
+user_ticks() { sed 's/.*) //' "/proc/$router_pid/stat" | awk '{print $12}'; }
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$router_pid/status"; }
 hwm_kib() { awk '/^VmHWM:/ {print $2}' "/proc/$router_pid/status"; }
 threads() { awk '/^Threads:/ {print $2}' "/proc/$router_pid/status"; }
@@ -140,10 +141,12 @@ load_before="$(cut -d' ' -f1 /proc/loadavg)"
 procs_before="$(proc_ticks)"
 machine_before="$(machine_ticks)"
 cpu_before="$(cpu_ticks)"
+user_before="$(user_ticks)"
 t0="$(date +%s.%N)"
 k6_run compare -e MODE=compare -e RATE="$RATE" -e DURATION="$DURATION" || true
 t1="$(date +%s.%N)"
 cpu_after="$(cpu_ticks)"
+user_after="$(user_ticks)"
 machine_after="$(machine_ticks)"
 procs_after="$(proc_ticks)"
 redis_after="$(redis_stats)"
@@ -158,6 +161,8 @@ by_process="$(jq -c --argjson b "$machine_busy" '. + {"(exited: k6 and others)":
 router_reqs="$(jq '.scenarios.router.requests // 0' "$RESULTS/k6-compare.json")"
 cpu_s="$(awk -v a="$cpu_before" -v b="$cpu_after" -v t="$clk_tck" 'BEGIN{printf "%.3f", (b - a) / t}')"
 cpu_us_per_req="$(awk -v c="$cpu_s" -v n="$router_reqs" 'BEGIN{ if (n > 0) printf "%.1f", c * 1e6 / n; else print "null"}')"
+user_s="$(awk -v a="$user_before" -v b="$user_after" -v t="$clk_tck" 'BEGIN{printf "%.3f", (b - a) / t}')"
+user_us_per_req="$(awk -v c="$user_s" -v n="$router_reqs" 'BEGIN{ if (n > 0) printf "%.1f", c * 1e6 / n; else print "null"}')"
 router_util="$(awk -v c="$cpu_s" -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", c / (b - a)}')"
 redis_delta="$(jq -n --argjson a "$redis_before" --argjson b "$redis_after" --argjson n "$router_reqs" '
   ($b | to_entries | map({key: .key, value: (.value - ($a[.key] // 0))}) | map(select(.value > 0 and .key != "info")) | from_entries) as $d
@@ -166,7 +171,7 @@ redis_delta="$(jq -n --argjson a "$redis_before" --argjson b "$redis_after" --ar
      total_per_request: (if $n > 0 then (([$d[]] | add // 0) / $n) else null end),
      script_calls_per_request: (if $n > 0 then ((($d.evalsha // 0) + ($d.eval // 0) + ($d.fcall // 0) + ($d.evalsha_ro // 0) + ($d.eval_ro // 0)) / $n) else null end)}')"
 echo "   machine busy ${machine_busy} of $(nproc) cores (load avg before ${load_before}, rustc processes ${rustc_running}); by process: $(jq -c . <<<"$by_process")"
-echo "   router CPU: ${cpu_s}s over $router_reqs requests = ${cpu_us_per_req} us/request (router busy ${router_util} cores)"
+echo "   router CPU: ${cpu_s}s over $router_reqs requests = ${cpu_us_per_req} us/request, of which user ${user_us_per_req} (router busy ${router_util} cores, $(threads) threads)"
 echo "   Redis: $(jq -c '{total_per_request, script_calls_per_request, per_command: (.per_command | map_values(.per_request))}' <<<"$redis_delta")"
 
 # ------------------------------------- d2. Redis round trips, from a MONITOR sample
@@ -257,6 +262,8 @@ jq -n \
   --argjson router_reqs "$router_reqs" \
   --argjson cpu_s "$cpu_s" \
   --argjson cpu_us "$cpu_us_per_req" \
+  --argjson user_s "$user_s" --argjson user_us "$user_us_per_req" \
+  --argjson router_threads "$(threads)" \
   --argjson router_util "$router_util" \
   --argjson machine_busy "$machine_busy" --argjson by_process "$by_process" \
   --arg load_before "$load_before" --argjson rustc_running "${rustc_running:-0}" \
@@ -271,7 +278,7 @@ jq -n \
     saturation: {runs: $saturation, best_rps: $saturated},
     rate_per_scenario: $rate, duration: $duration,
     latency: $compare[0],
-    router_cpu: {seconds: $cpu_s, requests: $router_reqs, us_per_request: $cpu_us, cores_busy: $router_util},
+    router_cpu: {seconds: $cpu_s, user_seconds: $user_s, requests: $router_reqs, us_per_request: $cpu_us, user_us_per_request: $user_us, sys_us_per_request: (if $cpu_us == null or $user_us == null then null else ((($cpu_us - $user_us) * 10 | round) / 10) end), cores_busy: $router_util, threads: $router_threads},
     machine_during_compare: {busy_cores: $machine_busy, load_avg_before: $load_before, rustc_processes_at_start: $rustc_running, cores_by_process: $by_process},
     redis: ($redis + {monitor: $redis_monitor}),
     rss: {idle_kib: $rss_idle, max_kib: $rss_max, max_mib: ($rss_max / 1024 * 10 | round / 10), connections: $conns, vus: $hold_vus, hold: $hold[0].scenarios.router},
@@ -294,7 +301,7 @@ jq -r '
   "router  p50 \(f(.latency.scenarios.router.p50_ms; 3)) ms  p99 \(f(.latency.scenarios.router.p99_ms; 3)) ms  (\(.latency.scenarios.router.requests) req, \(f(.latency.scenarios.router.failed_rate; 4)) failed, \(.latency.scenarios.router.dropped) dropped)",
   "direct  p50 \(f(.latency.scenarios.direct.p50_ms; 3)) ms  p99 \(f(.latency.scenarios.direct.p99_ms; 3)) ms  (\(.latency.scenarios.direct.requests) req, \(f(.latency.scenarios.direct.failed_rate; 4)) failed, \(.latency.scenarios.direct.dropped) dropped)",
   "added   p50 \(f(.latency.added_ms.p50; 3)) ms [\(pf(.targets.added_p50_ms_le_0_3))]  p99 \(f(.latency.added_ms.p99; 3)) ms [\(pf(.targets.added_p99_ms_le_1))]",
-  "router CPU \(f(.router_cpu.us_per_request; 1)) us/request [\(pf(.targets.cpu_us_per_request_le_60))]",
+  "router CPU \(f(.router_cpu.us_per_request; 1)) us/request (user \(f(.router_cpu.user_us_per_request; 1)), sys \(f(.router_cpu.sys_us_per_request; 1))) [\(pf(.targets.cpu_us_per_request_le_60))]",
   "Redis round trips (client commands, MONITOR) \(f(.redis.monitor.client_commands_per_request; 3))/request [\(pf(.targets.redis_one_round_trip))] \(.redis.monitor.client_by_command | tojson); commands run inside scripts \(f(.redis.monitor.script_commands_per_request; 2))/request",
   "Redis commandstats (all commands, incl. inside scripts) \(f(.redis.total_per_request; 3))/request: \(.redis.per_command | map_values(.per_request * 1000 | round / 1000) | tojson)",
   "router RSS max \(.rss.max_mib) MiB at \(.rss.connections) connections [\(pf(.targets.rss_under_64_mib))]",
