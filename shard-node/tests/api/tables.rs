@@ -18,6 +18,24 @@ async fn real_columns(app: &TestApp, db: &str, table: &str) -> Vec<(String, Stri
         .collect()
 }
 
+/// The collation of each column of `table` that has one other than the
+/// database default.
+pub async fn id_collations(app: &TestApp, db: &str, table: &str) -> Vec<(String, String)> {
+    app.pg
+        .query(
+            "SELECT column_name::text, collation_name::text
+             FROM information_schema.columns
+             WHERE table_schema = $1 AND table_name = $2 AND collation_name IS NOT NULL
+             ORDER BY ordinal_position",
+            &[&db, &table],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect()
+}
+
 async fn database_json(app: &TestApp, db: &str, user: &str) -> Value {
     app.post(
         "/internal/databases/lookup",
@@ -70,6 +88,11 @@ async fn create_table_makes_a_real_table() {
     .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
     .collect();
     assert_eq!(cols, expected);
+    assert_eq!(
+        id_collations(&app, &db, tid).await,
+        vec![("id".to_string(), "C".to_string())],
+        "record ids compare byte by byte"
+    );
 
     let after = database_json(&app, &db, &owner.user_id).await;
     assert_eq!(after["updated_by"], ed.user_id.as_str());

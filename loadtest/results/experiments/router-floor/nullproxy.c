@@ -5,7 +5,7 @@
 // that response to the client. Single thread, level-triggered epoll, one
 // Redis and one shard connection per client connection (kept). No parsing
 // beyond finding the end of the shard's response (Content-Length).
-// usage: nullproxy LISTEN_PORT REDIS_PORT SHARD_PORT
+// usage: nullproxy LISTEN_PORT REDIS_PORT|REDIS_SOCKET_PATH SHARD_PORT
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 enum { IDLE, WAIT_REDIS, WAIT_SHARD };
@@ -33,6 +34,16 @@ static int dial(int port) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (connect(s, (struct sockaddr *)&a, sizeof a) < 0) { perror("connect"); exit(1); }
   setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return s;
+}
+// Redis over a Unix socket when its "port" argument is a path.
+static const char *redis_path;
+static int dial_redis(void) {
+  if (!redis_path) return dial(redis_port);
+  int s = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  strncpy(a.sun_path, redis_path, sizeof a.sun_path - 1);
+  if (connect(s, (struct sockaddr *)&a, sizeof a) < 0) { perror("connect unix"); exit(1); }
   return s;
 }
 static void watch(int fd, conn *c) {
@@ -61,7 +72,7 @@ static void on_event(int fd) {
     int n = read(fd, c->req, sizeof c->req);
     if (n <= 0) { drop(c); return; }
     c->req_len = n;
-    if (c->redis < 0) { c->redis = dial(redis_port); watch(c->redis, c); }
+    if (c->redis < 0) { c->redis = dial_redis(); watch(c->redis, c); }
     write(c->redis, "*1\r\n$4\r\nPING\r\n", 14);
     c->state = WAIT_REDIS;
   } else if (fd == c->redis) {
@@ -80,7 +91,7 @@ static void on_event(int fd) {
 }
 int main(int argc, char **argv) {
   if (argc != 4) { fprintf(stderr, "usage: nullproxy LISTEN REDIS SHARD\n"); return 2; }
-  redis_port = atoi(argv[2]); shard_port = atoi(argv[3]);
+  redis_port = atoi(argv[2]); if (argv[2][0] == '/') redis_path = argv[2]; shard_port = atoi(argv[3]);
   int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
   setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[1]))};

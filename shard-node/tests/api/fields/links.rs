@@ -42,6 +42,14 @@ async fn links_lookups_and_rollups() {
     assert_eq!(mirror["options"]["target_table_id"], people.as_str());
     // The connector is real: a primary key, link rows vanish with records.
     let conn = format!("\"{}\".\"lnk_{}\"", c.db, id(&link));
+    let c_ids = |cols: &[&str]| -> Vec<(String, String)> {
+        cols.iter().map(|c| (c.to_string(), "C".to_string())).collect()
+    };
+    assert_eq!(
+        crate::tables::id_collations(&c.app, &c.db, &format!("lnk_{}", id(&link))).await,
+        c_ids(&["from_id", "to_id"]),
+        "connector ids compare byte by byte"
+    );
     c.sql(&format!(
         "INSERT INTO {} (id) VALUES ('rec_p')",
         c.qualified(&people)
