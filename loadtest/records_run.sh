@@ -6,7 +6,8 @@
 #
 #   loadtest/records_run.sh [ENV_FILE]      (after records_setup.sh)
 #
-# Knobs: VUS (8), DURATION (10s, k6 and pgbench alike), QUERIES
+# Knobs: VUS (8), DURATION (10s, k6 and pgbench alike), WARMUP (3s of each
+# query on each path before its lines, not reported; 0 skips it), QUERIES
 # ("first deep filter filter_sort sort_deep"), CREATE (1), PGBENCH (1; 0
 # skips the SQL capture and pgbench, e.g. to compare shard-node builds),
 # OUT (console copy, default results/records-run.console.txt).
@@ -21,7 +22,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 env_file="${1:-$root/.dev-cluster/env}"
 set -a; . "$env_file"; set +a
-VUS="${VUS:-8}"; DURATION="${DURATION:-10s}"
+VUS="${VUS:-8}"; DURATION="${DURATION:-10s}"; WARMUP="${WARMUP:-3s}"
 dsn="$(jq -er .shard_dsn "$here/.records-fixture.json")"
 out="${OUT:-$here/results/records-run.console.txt}"
 cd "$root"
@@ -70,6 +71,11 @@ fi
   self_pid=$BASHPID
   echo "run $(date -u +%FT%TZ) HEAD $(git rev-parse --short HEAD) shard-node $(sha256sum "${DEV_CLUSTER_BIN_DIR:-$BIN_DIR}/shard-node" 2>/dev/null | cut -c1-12) nproc $(nproc) rustc procs $(pgrep -c rustc || true)"
   for q in ${QUERIES:-first deep filter filter_sort sort_deep}; do
+    # Warm-up, not reported: each path's connections, prepared statements
+    # and caches exist before its measured line starts.
+    for p in router direct; do
+      [[ "$WARMUP" == 0 ]] || DURATION="$WARMUP" k6_line "$p" "$q" "$VUS" >/dev/null
+    done
     for p in router direct; do
       echo "load $(cut -d' ' -f1-3 /proc/loadavg)"
       k6_line "$p" "$q" "$VUS"

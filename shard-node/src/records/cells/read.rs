@@ -241,8 +241,8 @@ fn batch_links(
     table: &TableSchema,
     fields: &mut [ReadField],
 ) -> Vec<PageJoin> {
-    // link field id -> (alias, select columns)
-    let mut groups: Vec<(String, String, Vec<String>)> = Vec::new();
+    // link field id -> (alias, [(element, aggregate, column)])
+    let mut groups: Vec<(String, String, Vec<(String, &str, String)>)> = Vec::new();
     for rf in fields.iter_mut() {
         let Some(f) = table.field(&rf.id) else {
             continue;
@@ -276,12 +276,8 @@ fn batch_links(
         let mut cols = Vec::new();
         for element in elements {
             let col = format!("\"c{}\"", groups[n].2.len());
-            let agg = if w == Wire::Json {
-                format!("jsonb_agg({element} ORDER BY \"__rd_c\".position) AS {col}")
-            } else {
-                format!("array_agg({element} ORDER BY \"__rd_c\".position) AS {col}")
-            };
-            groups[n].2.push(agg);
+            let agg = if w == Wire::Json { "jsonb_agg" } else { "array_agg" };
+            groups[n].2.push((element, agg, col.clone()));
             cols.push(format!("{alias}.{col}"));
         }
         rf.expr = if w == Wire::Json {
@@ -300,13 +296,28 @@ fn batch_links(
                 tenant_schema::connector(&schema.database_id, link.connector_owner()?).ok()?;
             let target_q = tenant_schema::table(&schema.database_id, &target.id).ok()?;
             let (own, other) = link.connector_columns();
+            let elements: Vec<String> = cols.iter().map(|(e, _, c)| format!("{e} AS {c}")).collect();
+            let aggregates: Vec<String> = cols
+                .iter()
+                .map(|(_, agg, c)| format!("{agg}(\"__s\".{c}) AS {c}"))
+                .collect();
+            // Link order comes from the sorted subquery, which the grouping
+            // consumes as it is (its input is already in `from_id` order),
+            // instead of `agg(... ORDER BY position)`: before PostgreSQL 16
+            // every ordered aggregate sorts each group on its own, three
+            // tiny sorts per record of the page (about 20 % of a page's
+            // link reads).
             Some(PageJoin {
                 sql: format!(
-                    "SELECT \"__rd_c\".{own} AS from_id, {} FROM \"__pg\" \
+                    "SELECT \"__s\".from_id AS from_id, {} FROM (\
+                     SELECT \"__rd_c\".{own} AS from_id, {} FROM \"__pg\" \
                      JOIN {conn} AS \"__rd_c\" ON \"__rd_c\".{own} = \"__pg\".id \
                      JOIN {target_q} AS \"__rd_t\" ON \"__rd_t\".id = \"__rd_c\".{other} \
-                     AND \"__rd_t\".deleted_at IS NULL GROUP BY \"__rd_c\".{own}",
-                    cols.join(", ")
+                     AND \"__rd_t\".deleted_at IS NULL \
+                     ORDER BY \"__rd_c\".{own}, \"__rd_c\".position) AS \"__s\" \
+                     GROUP BY \"__s\".from_id",
+                    aggregates.join(", "),
+                    elements.join(", ")
                 ),
                 alias,
             })
