@@ -15,7 +15,7 @@ pub const MAX_TABLES_PER_DATABASE: i64 = 200;
 /// is not set: two per CPU, at least four. PostgreSQL does the most work
 /// per second with about two busy sessions per core; more sessions only
 /// time-slice against each other, which with 16 connections on two cores
-/// put the p99 of record pages at 1.5 times what a bound of four gives
+/// put the p99 of record pages at up to 1.5 times what a bound of four gives
 /// (loadtest/README.md, "Records").
 pub fn default_pool_size() -> usize {
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());

@@ -109,27 +109,6 @@ impl DbOp {
     }
 }
 
-/// Settings every pooled session starts with, after any `options` the URL
-/// itself carries.
-///
-/// `plan_cache_mode = force_generic_plan`: a prepared statement is planned
-/// once per connection, not again for every set of parameters. PostgreSQL's
-/// default replans a statement whose generic plan it estimates a little
-/// dearer than its custom plans, which for a filtered record page (a
-/// statement of some 3 kB joining the page to its link tables) costs about
-/// 1 ms of planning per request, more than running it. Statements here have
-/// fixed shapes over tables of one tenant; the price is that a plan is not
-/// tailored to an unusually rare filter value (see loadtest/README.md).
-const SESSION_OPTIONS: &str = "-c plan_cache_mode=force_generic_plan";
-
-fn session_options(url: &str) -> anyhow::Result<String> {
-    let parsed: tokio_postgres::Config = url.parse().context("parse the postgres URL")?;
-    Ok(match parsed.get_options() {
-        Some(own) if !own.trim().is_empty() => format!("{own} {SESSION_OPTIONS}"),
-        _ => SESSION_OPTIONS.to_owned(),
-    })
-}
-
 /// The pool to this shard's PostgreSQL.
 #[derive(Clone)]
 pub struct Db {
@@ -140,7 +119,6 @@ impl Db {
     pub fn connect(url: &str, pool_size: usize) -> anyhow::Result<Self> {
         let mut cfg = deadpool_postgres::Config::new();
         cfg.url = Some(url.to_owned());
-        cfg.options = Some(session_options(url)?);
         let mut pool = deadpool_postgres::PoolConfig::new(pool_size.max(1));
         pool.timeouts.wait = Some(POOL_WAIT_TIMEOUT);
         pool.timeouts.create = Some(POOL_WAIT_TIMEOUT);

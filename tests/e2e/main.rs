@@ -12,7 +12,7 @@ mod records_upsert_race;
 mod roles;
 mod routing;
 mod shard_direct;
-mod warm_keys;
 mod tables;
 mod trash;
 mod views;
+mod warm_keys;

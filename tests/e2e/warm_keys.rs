@@ -27,16 +27,28 @@ async fn a_revoked_key_reading_a_table_is_refused_on_the_very_next_request() {
         .revoke_key(&person.key_id)
         .await
         .expect("revoke");
-    person.api.get(&path).await.expect_error(401, "unauthorized");
+    person
+        .api
+        .get(&path)
+        .await
+        .expect_error(401, "unauthorized");
 }
 
 #[tokio::test]
 async fn a_suspended_user_reading_a_table_is_refused_until_unsuspended() {
     let (person, path) = warm_reader().await;
     let cp = &cluster().control_plane;
-    cp.suspend_user(&person.user_id, true).await.expect("suspend");
-    person.api.get(&path).await.expect_error(401, "unauthorized");
-    cp.suspend_user(&person.user_id, false).await.expect("unsuspend");
+    cp.suspend_user(&person.user_id, true)
+        .await
+        .expect("suspend");
+    person
+        .api
+        .get(&path)
+        .await
+        .expect_error(401, "unauthorized");
+    cp.suspend_user(&person.user_id, false)
+        .await
+        .expect("unsuspend");
     person.api.get(&path).await.expect_ok();
 }
 
@@ -44,7 +56,10 @@ async fn a_suspended_user_reading_a_table_is_refused_until_unsuspended() {
 async fn a_removed_member_reading_a_table_gets_404_on_the_very_next_request() {
     let (owner, path) = warm_reader().await;
     let table = owner.api.get(&path).await.expect_ok()["table"].clone();
-    let db = table["database_id"].as_str().expect("database_id").to_owned();
+    let db = table["database_id"]
+        .as_str()
+        .expect("database_id")
+        .to_owned();
     let viewer = Person::member(&db, Role::Viewer).await;
     viewer.api.get(&path).await.expect_ok();
     viewer.api.get(&path).await.expect_ok();

@@ -276,7 +276,11 @@ fn batch_links(
         let mut cols = Vec::new();
         for element in elements {
             let col = format!("\"c{}\"", groups[n].2.len());
-            let agg = if w == Wire::Json { "jsonb_agg" } else { "array_agg" };
+            let agg = if w == Wire::Json {
+                "jsonb_agg"
+            } else {
+                "array_agg"
+            };
             groups[n].2.push((element, agg, col.clone()));
             cols.push(format!("{alias}.{col}"));
         }
@@ -296,7 +300,8 @@ fn batch_links(
                 tenant_schema::connector(&schema.database_id, link.connector_owner()?).ok()?;
             let target_q = tenant_schema::table(&schema.database_id, &target.id).ok()?;
             let (own, other) = link.connector_columns();
-            let elements: Vec<String> = cols.iter().map(|(e, _, c)| format!("{e} AS {c}")).collect();
+            let elements: Vec<String> =
+                cols.iter().map(|(e, _, c)| format!("{e} AS {c}")).collect();
             let aggregates: Vec<String> = cols
                 .iter()
                 .map(|(_, agg, c)| format!("{agg}(\"__s\".{c}) AS {c}"))

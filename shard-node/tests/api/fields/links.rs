@@ -43,7 +43,9 @@ async fn links_lookups_and_rollups() {
     // The connector is real: a primary key, link rows vanish with records.
     let conn = format!("\"{}\".\"lnk_{}\"", c.db, id(&link));
     let c_ids = |cols: &[&str]| -> Vec<(String, String)> {
-        cols.iter().map(|c| (c.to_string(), "C".to_string())).collect()
+        cols.iter()
+            .map(|c| (c.to_string(), "C".to_string()))
+            .collect()
     };
     assert_eq!(
         crate::tables::id_collations(&c.app, &c.db, &format!("lnk_{}", id(&link))).await,
