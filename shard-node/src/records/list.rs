@@ -420,3 +420,15 @@ pub async fn list(
     })
     .await
 }
+
+#[cfg(test)]
+mod plan_mode_tests {
+    use super::PlanMode;
+
+    #[test]
+    fn only_pages_without_caller_values_get_generic_plans() {
+        assert_eq!(PlanMode::for_values(0), PlanMode::Generic);
+        assert_eq!(PlanMode::for_values(1), PlanMode::Auto);
+        assert_eq!(PlanMode::for_values(7), PlanMode::Auto);
+    }
+}
