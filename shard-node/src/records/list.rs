@@ -209,33 +209,6 @@ fn view_columns(view: &View, table: &crate::schema::TableSchema) -> Vec<String> 
     out
 }
 
-/// How PostgreSQL plans a page statement.
-///
-/// By default it replans a prepared statement with every call's values
-/// whenever its generic plan looks a little dearer than the custom ones,
-/// which it did for every record page: about 1 ms of planning per page,
-/// more than running it. A page without filter or search values gets the
-/// same plan whatever its sort and keyset values (they are index bounds),
-/// so it is planned once per connection. Filtered pages keep custom plans:
-/// a generic plan assumes a third of the rows match a range, and for a rare
-/// value (`Score > 998`, 0.1 % of the rows) it walked the id index for
-/// 116 ms where the custom plan took 2 ms (loadtest/README.md, records).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum PlanMode {
-    Generic,
-    Auto,
-}
-
-impl PlanMode {
-    fn for_values(caller_values: usize) -> Self {
-        if caller_values == 0 {
-            PlanMode::Generic
-        } else {
-            PlanMode::Auto
-        }
-    }
-}
-
 pub async fn list(
     state: &AppState,
     access: &Access,
@@ -341,9 +314,6 @@ pub async fn list(
             }
             _ => "TRUE".to_owned(),
         };
-        // Values the caller chose (filter, search) make plans that depend on
-        // them; the rest (sort, keyset bounds) do not.
-        let plan_mode = PlanMode::for_values(params.values().len());
         let plan = sort.plan(&fschema, "r", &mut params);
         let resume = match &p.bookmark {
             Some(text) => {
@@ -377,18 +347,7 @@ pub async fn list(
             client.statement_cache.clear();
         }
         let statement = client.prepare_cached(&sql).await?;
-        let rows = match plan_mode {
-            PlanMode::Auto => client.query(&statement, &refs).await?,
-            // One round trip: the three requests are pipelined in order.
-            PlanMode::Generic => {
-                let (_, rows, _) = tokio::try_join!(
-                    client.batch_execute("SET plan_cache_mode = force_generic_plan"),
-                    client.query(&statement, &refs),
-                    client.batch_execute("RESET plan_cache_mode"),
-                )?;
-                rows
-            }
-        };
+        let rows = client.query(&statement, &refs).await?;
         // page_size is 1..=1000 (validated).
         let take = usize::try_from(p.page_size).unwrap_or(usize::MAX);
         let bookmark = match rows.get(take) {
@@ -421,14 +380,3 @@ pub async fn list(
     .await
 }
 
-#[cfg(test)]
-mod plan_mode_tests {
-    use super::PlanMode;
-
-    #[test]
-    fn only_pages_without_caller_values_get_generic_plans() {
-        assert_eq!(PlanMode::for_values(0), PlanMode::Generic);
-        assert_eq!(PlanMode::for_values(1), PlanMode::Auto);
-        assert_eq!(PlanMode::for_values(7), PlanMode::Auto);
-    }
-}
