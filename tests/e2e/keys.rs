@@ -3,12 +3,15 @@
 
 use cluster_protocol::control::{Access, DatabaseScope, UpdateKey};
 use cluster_protocol::error::forbidden;
-use e2e_tests::{cluster, ids_in, unique, Person};
+use e2e_tests::{cluster, id, ids_in, unique, Person};
 use serde_json::json;
 
 #[tokio::test]
 async fn a_revoked_key_is_refused_on_the_very_next_request() {
     let person = Person::new().await;
+    // A tagged read too, so the key is warm on the router's hot path
+    // (digest verified, access and placement cached).
+    let table = warm_table_read(&person).await;
     person.api.get("/api/meta/whoami").await.expect_ok();
     cluster()
         .control_plane
@@ -25,6 +28,22 @@ async fn a_revoked_key_is_refused_on_the_very_next_request() {
         .get("/api/databases")
         .await
         .expect_error(401, "unauthorized");
+    person
+        .api
+        .get(&table)
+        .await
+        .expect_error(401, "unauthorized");
+}
+
+/// Creates a database and table for `person` and reads the table twice;
+/// returns the table's path.
+async fn warm_table_read(person: &Person) -> String {
+    let db = person.api.new_database("warm").await;
+    let table = id(&person.api.create_table(&db, "t").await);
+    let path = format!("/api/tables/{table}");
+    person.api.get(&path).await.expect_ok();
+    person.api.get(&path).await.expect_ok();
+    path
 }
 
 #[tokio::test]
@@ -33,6 +52,7 @@ async fn a_suspended_account_gets_401_until_unsuspended() {
     let (_, second) = person
         .another_key(Access::ReadOnly, DatabaseScope::All)
         .await;
+    let table = warm_table_read(&person).await;
     person.api.get("/api/databases").await.expect_ok();
     second.get("/api/databases").await.expect_ok();
     cluster()
@@ -43,6 +63,11 @@ async fn a_suspended_account_gets_401_until_unsuspended() {
     person
         .api
         .get("/api/databases")
+        .await
+        .expect_error(401, "unauthorized");
+    person
+        .api
+        .get(&table)
         .await
         .expect_error(401, "unauthorized");
     second
@@ -56,6 +81,7 @@ async fn a_suspended_account_gets_401_until_unsuspended() {
         .expect("unsuspend");
     person.api.get("/api/databases").await.expect_ok();
     second.get("/api/meta/whoami").await.expect_ok();
+    person.api.get(&table).await.expect_ok();
 }
 
 #[tokio::test]

@@ -15,4 +15,3 @@ mod shard_direct;
 mod tables;
 mod trash;
 mod views;
-mod warm_keys;

@@ -3,7 +3,7 @@
 //! address from the LAST x-forwarded-for entry), and the signalling headers.
 
 use cluster_protocol::control::{Access, DatabaseScope};
-use e2e_tests::{fresh_address, Api, Person, Reply};
+use e2e_tests::{fresh_address, id, Api, Person, Reply};
 use futures::future::join_all;
 
 const KEY_BUDGET: usize = 600;
@@ -147,4 +147,34 @@ async fn bearer_carrying_callers_get_3000_a_minute_per_address() {
     api.get("/api/meta/whoami")
         .await
         .expect_error(429, "rate_limited");
+}
+
+#[tokio::test]
+async fn a_tagged_read_over_the_key_budget_is_429_with_the_budget_headers() {
+    let person = Person::new().await;
+    let db = person.api.new_database("budget").await;
+    let table = id(&person.api.create_table(&db, "t").await);
+    let path = format!("/api/tables/{table}");
+    // Two requests spent; read in bursts until the budget says no.
+    let mut passed = 2;
+    let mut refused = None;
+    while refused.is_none() && passed < 700 {
+        for r in burst(&person.api, &path, 25).await {
+            match r.status {
+                200 => passed += 1,
+                _ => {
+                    r.expect_error(429, "rate_limited");
+                    refused.get_or_insert(r);
+                }
+            }
+        }
+    }
+    let over = refused.expect("a 429 within 700 requests");
+    assert!(
+        passed >= KEY_BUDGET,
+        "{passed} requests passed before the 429"
+    );
+    assert_eq!(over.header("x-ratelimit-limit"), Some("600"));
+    assert_eq!(remaining(&over), 0);
+    assert!(over.header("retry-after").is_some());
 }

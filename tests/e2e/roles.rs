@@ -151,4 +151,5 @@ async fn membership_changes_reach_the_router_at_once() {
         .await
         .unwrap();
     guest.api.get(&path).await.expect_error(404, "not_found");
+    owner.api.get(&path).await.expect_ok();
 }

@@ -379,4 +379,3 @@ pub async fn list(
     })
     .await
 }
-

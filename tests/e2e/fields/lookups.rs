@@ -334,3 +334,60 @@ async fn lookup_and_rollup_references_are_validated() {
         .await
         .expect_error(400, "bad_request");
 }
+
+/// ARCHITECTURE decisions: a link cell and a lookup cell list the linked
+/// records in link order, on a listed page as on a single read. The links
+/// are written in descending id order, so neither id order nor the order
+/// the records were created in can pass for link order.
+#[tokio::test]
+async fn listed_link_and_lookup_cells_keep_link_order() {
+    let f = fixture().await;
+    let d = &f.d;
+    let lookup = d.field(&f.orders, json!({"type": "lookup", "options": {"link_field_id": id(&f.link), "target_field_id": id(&f.name)}})).await;
+    let items = d
+        .records(
+            &f.items,
+            ["a", "b", "c", "d"]
+                .iter()
+                .map(|n| json!({ "Name": n }))
+                .collect(),
+        )
+        .await;
+    let mut linked: Vec<(String, String)> = items
+        .iter()
+        .map(|r| (id(r), r["fields"]["Name"].as_str().unwrap().to_owned()))
+        .collect();
+    linked.sort();
+    linked.reverse();
+    let ids: Vec<&str> = linked.iter().map(|(i, _)| i.as_str()).collect();
+    let names: Vec<&str> = linked.iter().map(|(_, n)| n.as_str()).collect();
+    let order = d.records(&f.orders, vec![json!({ "Lines": ids })]).await;
+
+    let page = d
+        .owner
+        .api
+        .get(&format!("/api/tables/{}/records", f.orders))
+        .await;
+    let listed = page.expect_ok()["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == order[0]["id"])
+        .expect("the order is listed")
+        .clone();
+    let read = d.read(&f.orders, &id(&order[0])).await;
+    for record in [&listed, &read] {
+        let cell: Vec<&str> = record["fields"]["Lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(cell, ids, "link cell in link order");
+        assert_eq!(
+            record["fields"][lookup["name"].as_str().unwrap()],
+            json!(names),
+            "lookup in link order"
+        );
+    }
+}
