@@ -6,17 +6,19 @@
 #
 #   loadtest/records_run.sh [ENV_FILE]      (after records_setup.sh)
 #
-# Knobs: VUS (8), DURATION (10s, k6 and pgbench alike), WARMUP (3s of each
+# Knobs: VUS (8), DURATION (10s, k6, goose and pgbench alike), WARMUP (3s of each
 # query on each path before its lines, not reported; 0 skips it), QUERIES
 # ("first deep filter filter_sort sort_deep"), CREATE (1), PGBENCH (1; 0
 # skips the SQL capture and pgbench, e.g. to compare shard-node builds),
-# OUT (console copy, default results/records-run.console.txt).
+# OUT (console copy, default results/records-run.console.txt), GOOSE (1:
+# after each k6 line the same line with the goose client,
+# goose/src/bin/records.rs, built here if missing; 0 skips it).
 # Console copy: loadtest/results/records-run.console.txt; k6 JSON per line
 # in loadtest/results/records-<path>-<query>.json. After each k6 or pgbench
 # line a `cpu` line gives the CPU time (user + system, from /proc) each
 # process spent per request over that line: the owning shard node, its
 # PostgreSQL (every backend, exited ones included), the router and k6
-# itself (all four share the machine's cores).
+# itself, or goose (all four share the machine's cores).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -44,12 +46,12 @@ ticks() { # clock ticks of user+system CPU of the pids (children waited for too 
 }
 pg_ticks() { [[ -n "$pm_pid" ]] && echo $(( $(ticks $(pgrep -P "$pm_pid")) + $(ticks -c "$pm_pid") )) || echo 0; }
 cpu_mark() { c_node=$(ticks $node_pid); c_router=$(ticks $router_pid); c_pg=$(pg_ticks); c_self=$(ticks -c "$self_pid"); }
-cpu_line() { # REQUESTS [router|direct|pgbench]: ms of CPU per request since cpu_mark
+cpu_line() { # REQUESTS CLIENT: ms of CPU per request since cpu_mark (CLIENT: k6, goose or pgbench)
   local n="$1" hz; hz="$(getconf CLK_TCK)"
   awk -v n="$n" -v hz="$hz" -v node=$(( $(ticks $node_pid) - c_node )) -v router=$(( $(ticks $router_pid) - c_router )) \
-      -v pg=$(( $(pg_ticks) - c_pg )) -v k6=$(( $(ticks -c "$self_pid") - c_self )) -v kind="$2" 'BEGIN {
+      -v pg=$(( $(pg_ticks) - c_pg )) -v client=$(( $(ticks -c "$self_pid") - c_self )) -v kind="$2" 'BEGIN {
     if (n <= 0) exit; f = 1000 / hz / n
-    printf "cpu {\"ms_per_request\":{\"node\":%.3f,\"pg\":%.3f,\"router\":%.3f,\"%s\":%.3f}}\n", node*f, pg*f, router*f, (kind == "pgbench" ? "pgbench" : "k6"), k6*f }'
+    printf "cpu {\"ms_per_request\":{\"node\":%.3f,\"pg\":%.3f,\"router\":%.3f,\"%s\":%.3f}}\n", node*f, pg*f, router*f, kind, client*f }'
 }
 k6_line() { # PATH QUERY VUS: one k6 line, then its cpu line
   local out
@@ -58,8 +60,21 @@ k6_line() { # PATH QUERY VUS: one k6 line, then its cpu line
     -e CLUSTER_SECRET="$CLUSTER_SECRET" -e PATH_KIND="$1" -e QUERY="$2" -e VUS="$3" \
     -e DURATION="$DURATION" "$here/k6/records.js" 2>/dev/null)"
   echo "$out"
-  cpu_line "$(jq -r --arg d "${DURATION%s}" '.rps * ($d | tonumber) | floor' <<<"$out")" "$1"
+  cpu_line "$(jq -r --arg d "${DURATION%s}" '.rps * ($d | tonumber) | floor' <<<"$out")" k6
 }
+gbin="$here/goose/target/release/records"
+goose_line() { # PATH QUERY VUS: the same line with the goose client
+  local out
+  cpu_mark
+  out="$(FIXTURE="$here/.records-fixture.json" ROUTER_URL="$ROUTER_URL" CLUSTER_SECRET="$CLUSTER_SECRET" \
+    PATH_KIND="$1" QUERY="$2" USERS="$3" RUN_TIME="${DURATION%s}" WARMUP=0 \
+    "$gbin" --quiet --no-print-metrics 2>/dev/null | tail -1)"
+  echo "$out"
+  cpu_line "$(jq -r --arg d "${DURATION%s}" '.rps * ($d | tonumber) | floor' <<<"$out")" goose
+}
+if [[ "${GOOSE:-1}" == 1 && ! -x "$gbin" ]]; then
+  (cd "$here/goose" && cargo build --release --bin records)
+fi
 if [[ "${PGBENCH:-1}" == 1 ]]; then
   python3 "$here/records_sql.py" "$env_file"
   mkdir -p "$here/results/records-sql"
@@ -79,6 +94,9 @@ fi
     for p in router direct; do
       echo "load $(cut -d' ' -f1-3 /proc/loadavg)"
       k6_line "$p" "$q" "$VUS"
+      [[ "${GOOSE:-1}" == 1 ]] || continue
+      echo "load $(cut -d' ' -f1-3 /proc/loadavg)"
+      goose_line "$p" "$q" "$VUS"
     done
     [[ "${PGBENCH:-1}" == 1 ]] || continue
     echo "load $(cut -d' ' -f1-3 /proc/loadavg)"

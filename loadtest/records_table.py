@@ -24,10 +24,11 @@ for d, c, load in rows:
     if d["path"] == "pgbench":
         line = f"| {d['query']} | pgbench | {d['tps']:.0f} | {d['avg_ms']:.1f} (avg) | |"
     else:
-        line = f"| {d['query']} | {d['path']} | {d['rps']:.0f} | {d['med_ms']:.1f} | {d['p99_ms']:.1f} |"
+        tool = f" ({d['tool']})" if "tool" in d else ""
+        line = f"| {d['query']} | {d['path']}{tool} | {d['rps']:.0f} | {d['med_ms']:.1f} | {d['p99_ms']:.1f} |"
     if cpu:
         if c:
-            client = c.get("k6", c.get("pgbench", 0))
+            client = c.get("k6", c.get("goose", c.get("pgbench", 0)))
             line += f" {c['node']:.2f} / {c['pg']:.2f} / {c['router']:.2f} / {client:.2f} |"
         else:
             line += " |"

@@ -26,14 +26,16 @@
 //! phase per user). A request that is late against its schedule is sent at
 //! once and counted as `late` (the run then no longer holds the offered rate).
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cluster_protocol::control::{Access, Role};
-use cluster_protocol::principal::{Principal, HEADER_PRINCIPAL, HEADER_SIGNATURE, HEADER_TIMESTAMP};
+use cluster_protocol::principal::{
+    Principal, HEADER_PRINCIPAL, HEADER_SIGNATURE, HEADER_TIMESTAMP,
+};
 use goose::prelude::*;
-use hdrhistogram::Histogram;
+use loadtest_goose::{env_num, env_or, Stats};
 use serde::Deserialize;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -53,26 +55,6 @@ struct Prepared {
     principal: Principal,
 }
 
-struct Stats {
-    hist: Mutex<Histogram<u64>>,
-    ok: AtomicU64,
-    failed: AtomicU64,
-    late: AtomicU64,
-    next: AtomicUsize,
-}
-
-impl Stats {
-    fn new() -> Self {
-        Stats {
-            hist: Mutex::new(Histogram::new_with_bounds(1, 60_000_000, 3).expect("histogram bounds")),
-            ok: AtomicU64::new(0),
-            failed: AtomicU64::new(0),
-            late: AtomicU64::new(0),
-            next: AtomicUsize::new(0),
-        }
-    }
-}
-
 struct Setup {
     fixtures: Vec<Prepared>,
     secret: Vec<u8>,
@@ -81,20 +63,15 @@ struct Setup {
     started: Instant,
     router: Stats,
     direct: Stats,
+    /// Round-robin position over the fixtures, per scenario.
+    next_router: AtomicUsize,
+    next_direct: AtomicUsize,
 }
 
 static SETUP: OnceLock<Setup> = OnceLock::new();
 
 fn setup() -> &'static Setup {
     SETUP.get().expect("setup initialised in main")
-}
-
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_string())
-}
-
-fn env_num(name: &str, default: u64) -> u64 {
-    env_or(name, &default.to_string()).parse().unwrap_or_else(|_| panic!("{name} must be a number"))
 }
 
 /// Per-user pacing state: when the next request is due.
@@ -106,7 +83,9 @@ struct Pace {
 async fn start_pacing(user: &mut GooseUser) -> TransactionResult {
     let interval = setup().interval;
     let phase = interval.mul_f64(rand::random::<f64>());
-    user.set_session_data(Pace { next_at: Instant::now() + phase });
+    user.set_session_data(Pace {
+        next_at: Instant::now() + phase,
+    });
     Ok(())
 }
 
@@ -130,20 +109,6 @@ async fn wait_for_slot(user: &mut GooseUser) -> bool {
     }
 }
 
-fn record(stats: &Stats, started: Instant, ok: bool) {
-    let elapsed = started.elapsed();
-    if setup().started.elapsed() < setup().warmup {
-        return;
-    }
-    if ok {
-        stats.ok.fetch_add(1, Ordering::Relaxed);
-        let us = (elapsed.as_micros() as u64).max(1);
-        let _ = stats.hist.lock().unwrap().record(us);
-    } else {
-        stats.failed.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
 async fn send(user: &mut GooseUser, request: GooseRequest<'_>, stats: &Stats) -> TransactionResult {
     let started = Instant::now();
     let goose = user.request(request).await?;
@@ -154,7 +119,7 @@ async fn send(user: &mut GooseUser, request: GooseRequest<'_>, stats: &Stats) ->
         }
         Err(_) => false,
     };
-    record(stats, started, ok);
+    stats.record(started, ok, setup().started.elapsed() >= setup().warmup);
     Ok(())
 }
 
@@ -163,9 +128,15 @@ async fn via_router(user: &mut GooseUser) -> TransactionResult {
     if wait_for_slot(user).await {
         s.router.late.fetch_add(1, Ordering::Relaxed);
     }
-    let f = &s.fixtures[s.router.next.fetch_add(1, Ordering::Relaxed) % s.fixtures.len()];
-    let builder = user.get_request_builder(&GooseMethod::Get, &f.router_url)?.header("authorization", &f.bearer);
-    let request = GooseRequest::builder().set_request_builder(builder).name("router").expect_status_code(200).build();
+    let f = &s.fixtures[s.next_router.fetch_add(1, Ordering::Relaxed) % s.fixtures.len()];
+    let builder = user
+        .get_request_builder(&GooseMethod::Get, &f.router_url)?
+        .header("authorization", &f.bearer);
+    let request = GooseRequest::builder()
+        .set_request_builder(builder)
+        .name("router")
+        .expect_status_code(200)
+        .build();
     send(user, request, &s.router).await
 }
 
@@ -174,40 +145,31 @@ async fn direct(user: &mut GooseUser) -> TransactionResult {
     if wait_for_slot(user).await {
         s.direct.late.fetch_add(1, Ordering::Relaxed);
     }
-    let f = &s.fixtures[s.direct.next.fetch_add(1, Ordering::Relaxed) % s.fixtures.len()];
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock after 1970").as_secs() as i64;
+    let f = &s.fixtures[s.next_direct.fetch_add(1, Ordering::Relaxed) % s.fixtures.len()];
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs() as i64;
     let signed = f.principal.sign(&s.secret, now);
     let builder = user
         .get_request_builder(&GooseMethod::Get, &f.direct_url)?
         .header(HEADER_PRINCIPAL, signed.principal)
         .header(HEADER_TIMESTAMP, signed.timestamp)
         .header(HEADER_SIGNATURE, signed.signature);
-    let request = GooseRequest::builder().set_request_builder(builder).name("direct").expect_status_code(200).build();
+    let request = GooseRequest::builder()
+        .set_request_builder(builder)
+        .name("direct")
+        .expect_status_code(200)
+        .build();
     send(user, request, &s.direct).await
-}
-
-fn summarise(name: &str, stats: &Stats, run_secs: f64) -> serde_json::Value {
-    let h = stats.hist.lock().unwrap();
-    let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
-    let ok = stats.ok.load(Ordering::Relaxed);
-    serde_json::json!({
-        "scenario": name,
-        "requests": ok + stats.failed.load(Ordering::Relaxed),
-        "failed": stats.failed.load(Ordering::Relaxed),
-        "late": stats.late.load(Ordering::Relaxed),
-        "rate": ok as f64 / run_secs,
-        "p50_ms": ms(0.5),
-        "p90_ms": ms(0.9),
-        "p99_ms": ms(0.99),
-        "max_ms": h.max() as f64 / 1000.0,
-        "mean_ms": h.mean() / 1000.0,
-    })
 }
 
 #[tokio::main]
 async fn main() -> Result<(), GooseError> {
     let fixtures_path = env_or("FIXTURES", "../.fixtures.json");
-    let router_url = env_or("ROUTER_URL", "http://127.0.0.1:8080").trim_end_matches('/').to_string();
+    let router_url = env_or("ROUTER_URL", "http://127.0.0.1:8080")
+        .trim_end_matches('/')
+        .to_string();
     let secret = std::env::var("CLUSTER_SECRET").expect("CLUSTER_SECRET is required");
     let rate = env_num("RATE", 200).max(1);
     let users = env_num("USERS", 32).max(1);
@@ -224,7 +186,11 @@ async fn main() -> Result<(), GooseError> {
         .map(|f| Prepared {
             router_url: format!("{router_url}/api/tables/{}", f.table_id),
             bearer: format!("Bearer {}", f.token),
-            direct_url: format!("{}/api/tables/{}", f.shard_url.trim_end_matches('/'), f.table_id),
+            direct_url: format!(
+                "{}/api/tables/{}",
+                f.shard_url.trim_end_matches('/'),
+                f.table_id
+            ),
             principal: Principal {
                 user_id: f.user_id,
                 key_id: f.key_id,
@@ -247,8 +213,10 @@ async fn main() -> Result<(), GooseError> {
             interval: Duration::from_secs_f64(users as f64 / rate as f64),
             warmup: Duration::from_secs(warmup),
             started: Instant::now(),
-            router: Stats::new(),
-            direct: Stats::new(),
+            router: Stats::default(),
+            direct: Stats::default(),
+            next_router: AtomicUsize::new(0),
+            next_direct: AtomicUsize::new(0),
         })
         .ok()
         .expect("set once");
@@ -261,12 +229,16 @@ async fn main() -> Result<(), GooseError> {
         .register_scenario(
             scenario!("router")
                 .register_transaction(transaction!(start_pacing).set_on_start())
-                .register_transaction(transaction!(via_router).set_name("GET /api/tables/{id} via router")),
+                .register_transaction(
+                    transaction!(via_router).set_name("GET /api/tables/{id} via router"),
+                ),
         )
         .register_scenario(
             scenario!("direct")
                 .register_transaction(transaction!(start_pacing).set_on_start())
-                .register_transaction(transaction!(direct).set_name("GET /api/tables/{id} direct to shard")),
+                .register_transaction(
+                    transaction!(direct).set_name("GET /api/tables/{id} direct to shard"),
+                ),
         )
         .set_default(GooseDefault::Host, router_url.as_str())?
         .set_default(GooseDefault::Users, (2 * users) as usize)?
@@ -278,8 +250,8 @@ async fn main() -> Result<(), GooseError> {
     let measured = (started.elapsed().as_secs_f64() - warmup as f64).max(1.0);
 
     let s = setup();
-    let router = summarise("router", &s.router, measured);
-    let direct = summarise("direct", &s.direct, measured);
+    let router = s.router.summary("router", measured);
+    let direct = s.direct.summary("direct", measured);
     let added_p50 = router["p50_ms"].as_f64().unwrap() - direct["p50_ms"].as_f64().unwrap();
     let added_p99 = router["p99_ms"].as_f64().unwrap() - direct["p99_ms"].as_f64().unwrap();
     println!("\nGET /api/tables/{{id}}  goose  {rate} req/s per scenario  {run_time}s  keys={n}");
@@ -311,6 +283,7 @@ async fn main() -> Result<(), GooseError> {
     if let Some(dir) = std::path::Path::new(&summary_path).parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    std::fs::write(&summary_path, serde_json::to_string_pretty(&out).unwrap()).expect("write summary");
+    std::fs::write(&summary_path, serde_json::to_string_pretty(&out).unwrap())
+        .expect("write summary");
     Ok(())
 }
