@@ -73,15 +73,17 @@ pub fn cluster() -> &'static Cluster {
 }
 
 /// A unique client address for the rate shield (sent as `x-forwarded-for`,
-/// never contacted), so parallel tests do not share a budget.
+/// never contacted), so parallel tests do not share a budget: addresses of
+/// 198.18.0.0/15 handed out in turn from a random start, so no two calls in
+/// one test process get the same one (random draws collided: a test then
+/// found its address spent by a rate-limit test).
 pub fn fresh_address() -> String {
-    let mut r = rand::thread_rng();
-    format!(
-        "198.{}.{}.{}",
-        r.gen_range(18..20),
-        r.gen_range(0..256),
-        r.gen_range(1..255)
-    )
+    static NEXT: std::sync::OnceLock<std::sync::atomic::AtomicU32> = std::sync::OnceLock::new();
+    let n = NEXT
+        .get_or_init(|| std::sync::atomic::AtomicU32::new(rand::thread_rng().gen_range(0..1 << 17)))
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        % (1 << 17);
+    format!("198.{}.{}.{}", 18 + (n >> 16), (n >> 8) & 0xff, n & 0xff)
 }
 
 pub fn unique(prefix: &str) -> String {

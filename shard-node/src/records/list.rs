@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use axum::extract::{Path, Query, State};
 use filter_lang::{filter, parse_sort, Bookmark, FieldKey, Sort, SqlValue};
 use serde_json::{Map, Value};
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::Row;
 
 use super::cells::read;
 use super::page::{self, JsonBytes};
@@ -138,21 +139,125 @@ pub async fn post_handler(
     list(&state, &access, &id, params).await
 }
 
-/// Binds filter-lang's values as the types its placeholders cast from.
-pub fn bind(values: &[SqlValue]) -> Vec<Box<dyn ToSql + Sync + Send>> {
+/// Binds filter-lang's values as the types its placeholders cast from,
+/// with those types (for statements sent unprepared).
+pub fn bind(values: &[SqlValue]) -> Vec<(Box<dyn ToSql + Sync + Send>, Type)> {
     values
         .iter()
-        .map(|v| -> Box<dyn ToSql + Sync + Send> {
+        .map(|v| -> (Box<dyn ToSql + Sync + Send>, Type) {
             match v {
-                SqlValue::Text(s) | SqlValue::Numeric(s) => Box::new(s.clone()),
-                SqlValue::TextArray(a) => Box::new(a.clone()),
-                SqlValue::Bool(b) => Box::new(*b),
-                SqlValue::Int(i) => Box::new(*i),
-                SqlValue::Date(d) => Box::new(*d),
-                SqlValue::Timestamp(t) => Box::new(*t),
+                SqlValue::Text(s) | SqlValue::Numeric(s) => (Box::new(s.clone()), Type::TEXT),
+                SqlValue::TextArray(a) => (Box::new(a.clone()), Type::TEXT_ARRAY),
+                SqlValue::Bool(b) => (Box::new(*b), Type::BOOL),
+                SqlValue::Int(i) => (Box::new(*i), Type::INT8),
+                SqlValue::Date(d) => (Box::new(*d), Type::DATE),
+                SqlValue::Timestamp(t) => (Box::new(*t), Type::TIMESTAMPTZ),
             }
         })
         .collect()
+}
+
+/// One page's statement parts, read in one statement or in two.
+struct PageQuery<'a> {
+    table: &'a str,
+    exprs: &'a [String],
+    /// Result columns the cells take (`page::cell_columns`): the bookmark
+    /// keys of a one-statement page follow them.
+    cell_columns: usize,
+    joins: &'a [read::PageJoin],
+    conditions: &'a str,
+    resume: Option<&'a filter_lang::Resume>,
+    plan: &'a filter_lang::SortPlan,
+    /// `take + 1`: a row past the page says there is a next one.
+    limit: &'a str,
+    values: &'a [SqlValue],
+    take: usize,
+    /// The ordering's fingerprint a bookmark carries.
+    order: String,
+}
+
+/// A page's rows (cells from column 5 on) and its bookmark.
+type PageRows = (Vec<Row>, Option<String>);
+
+impl PageQuery<'_> {
+    /// The bookmark of the page whose last row is `last`: its id in
+    /// column `id_at`, the key texts from column `keys_at` on.
+    fn bookmark(&self, last: &Row, id_at: usize, keys_at: usize) -> ApiResult<String> {
+        let values = (0..self.plan.keys.len())
+            .map(|k| last.try_get::<_, Option<String>>(keys_at + k))
+            .collect::<Result<_, _>>()?;
+        Ok(Bookmark {
+            order: self.order.clone(),
+            values,
+            id: last.try_get(id_at)?,
+        }
+        .encode())
+    }
+
+    /// The page in one prepared statement (`store::page_sql`).
+    async fn read_in_one(&self, client: &deadpool_postgres::Object) -> ApiResult<PageRows> {
+        let sql = store::page_sql(
+            self.table,
+            self.exprs,
+            self.joins,
+            self.conditions,
+            self.resume,
+            self.plan,
+            self.limit,
+        );
+        let bound = bind(self.values);
+        let refs: Vec<&(dyn ToSql + Sync)> = bound
+            .iter()
+            .map(|(b, _)| b.as_ref() as &(dyn ToSql + Sync))
+            .collect();
+        let statement = client.prepare_cached(&sql).await?;
+        let rows = client.query(&statement, &refs).await?;
+        let bookmark = match rows.get(self.take) {
+            // A row past the page: the page's last row is the bookmark.
+            Some(_) => {
+                let keys_at = 5 + self.cell_columns;
+                Some(self.bookmark(&rows[self.take - 1], 0, keys_at)?)
+            }
+            None => None,
+        };
+        Ok((rows, bookmark))
+    }
+
+    /// The page in two statements: its rows planned for these values
+    /// (`store::page_ids_sql`, unprepared, one round trip), then their
+    /// cells under one kept plan (`store::page_cells_sql`). `None` when a
+    /// row changed between the two (the caller reads in one statement).
+    async fn read_in_two(&self, client: &deadpool_postgres::Object) -> ApiResult<Option<PageRows>> {
+        let sql = store::page_ids_sql(
+            self.table,
+            self.conditions,
+            self.resume,
+            self.plan,
+            self.limit,
+        );
+        let bound = bind(self.values);
+        let typed: Vec<(&(dyn ToSql + Sync), Type)> = bound
+            .iter()
+            .map(|(b, t)| (b.as_ref() as &(dyn ToSql + Sync), t.clone()))
+            .collect();
+        let found = client.query_typed(&sql, &typed).await?;
+        let bookmark = match found.get(self.take) {
+            Some(_) => Some(self.bookmark(&found[self.take - 1], 0, 3)?),
+            None => None,
+        };
+        let on_page = &found[..self.take.min(found.len())];
+        if on_page.is_empty() {
+            return Ok(Some((Vec::new(), bookmark)));
+        }
+        let column = |i: usize| -> Result<Vec<&str>, tokio_postgres::Error> {
+            on_page.iter().map(|r| r.try_get::<_, &str>(i)).collect()
+        };
+        let (ids, tids, xmins) = (column(0)?, column(1)?, column(2)?);
+        let cells = store::page_cells_sql(self.table, self.exprs, self.joins);
+        let statement = client.prepare_cached(&cells).await?;
+        let rows = client.query(&statement, &[&ids, &tids, &xmins]).await?;
+        Ok(store::same_versions(&rows, on_page.len())?.then_some((rows, bookmark)))
+    }
 }
 
 /// The view a `view` parameter names: an id of this table, or a name
@@ -314,6 +419,8 @@ pub async fn list(
             }
             _ => "TRUE".to_owned(),
         };
+        // Filter and search values make PostgreSQL plan the page per call.
+        let planned_per_call = !params.values().is_empty();
         let plan = sort.plan(&fschema, "r", &mut params);
         let resume = match &p.bookmark {
             Some(text) => {
@@ -323,55 +430,41 @@ pub async fn list(
             None => None,
         };
         let exprs: Vec<String> = read_fields.iter().map(|f| f.expr.clone()).collect();
-        let bcols = plan.keys.len();
         // A validated whole number, inlined so a cached plan knows it.
         let limit = (p.page_size + 1).to_string();
-        let sql = store::page_sql(
-            &rt.qualified,
-            &exprs,
-            &joins,
-            &format!("{where_sql} AND {search_sql}"),
-            resume.as_ref(),
-            &plan,
-            &limit,
-        );
-        let bound = bind(params.values());
-        let refs: Vec<&(dyn ToSql + Sync)> = bound
-            .iter()
-            .map(|b| b.as_ref() as &(dyn ToSql + Sync))
-            .collect();
+        // page_size is 1..=1000 (validated).
+        let take = usize::try_from(p.page_size).unwrap_or(usize::MAX);
+        let conditions = format!("{where_sql} AND {search_sql}");
         // Prepared once per connection and shape (values are parameters),
         // so a page of a known shape is not parsed or planned from scratch;
         // the per-connection cache is emptied past a bound.
         if client.statement_cache.size() > PAGE_STATEMENTS_PER_CONNECTION {
             client.statement_cache.clear();
         }
-        let statement = client.prepare_cached(&sql).await?;
-        let rows = client.query(&statement, &refs).await?;
-        // page_size is 1..=1000 (validated).
-        let take = usize::try_from(p.page_size).unwrap_or(usize::MAX);
-        let bookmark = match rows.get(take) {
-            // A row past the page: the page's last row is the bookmark.
-            Some(_) => {
-                let last = &rows[take - 1];
-                let base = 5 + page::cell_columns(&read_fields);
-                let values = (0..bcols)
-                    .map(|k| last.try_get::<_, Option<String>>(base + k))
-                    .collect::<Result<_, _>>()?;
-                Some(
-                    Bookmark {
-                        order,
-                        values,
-                        id: last.try_get(0)?,
-                    }
-                    .encode(),
-                )
-            }
-            None => None,
+        let page = PageQuery {
+            table: &rt.qualified,
+            exprs: &exprs,
+            cell_columns: page::cell_columns(&read_fields),
+            joins: &joins,
+            conditions: &conditions,
+            resume: resume.as_ref(),
+            plan: &plan,
+            limit: &limit,
+            values: params.values(),
+            take,
+            order,
+        };
+        let split = match planned_per_call {
+            true => page.read_in_two(&client).await?,
+            false => None,
+        };
+        let (rows, bookmark) = match split {
+            Some(read) => read,
+            None => page.read_in_one(&client).await?,
         };
         Ok(JsonBytes(page::write(
             &rows,
-            take,
+            take.min(rows.len()),
             &read_fields,
             p.shape,
             bookmark.as_deref(),

@@ -107,7 +107,18 @@ pub fn page_sql(
             outer.order_by(),
         );
     }
-    let mut with = format!("WITH \"__pg\" AS MATERIALIZED ({inner})");
+    let (with, left) = with_joins(&inner, joins);
+    format!(
+        "{with} SELECT {select} FROM \"__pg\" AS \"__page\" \
+         JOIN {table} AS r ON r.ctid = \"__page\".\"__tid\"{left} ORDER BY {}",
+        outer.order_by(),
+    )
+}
+
+/// `WITH "__pg" AS MATERIALIZED (<page>), <joins>` over a page's rows, and
+/// the `LEFT JOIN`s that attach each join's cells to `r`.
+fn with_joins(page: &str, joins: &[PageJoin]) -> (String, String) {
+    let mut with = format!("WITH \"__pg\" AS MATERIALIZED ({page})");
     let mut left = String::new();
     for j in joins {
         with.push_str(&format!(", {} AS ({})", j.alias, j.sql));
@@ -116,11 +127,76 @@ pub fn page_sql(
             a = j.alias
         ));
     }
-    format!(
-        "{with} SELECT {select} FROM \"__pg\" AS \"__page\" \
-         JOIN {table} AS r ON r.ctid = \"__page\".\"__tid\"{left} ORDER BY {}",
-        outer.order_by(),
+    (with, left)
+}
+
+/// The first statement of a page read in two ([`page_cells_sql`] is the
+/// second): the page's rows in order, only the conditions, the keyset and
+/// the limit, each row as `[id, ctid, xmin, bookmark texts...]` (the
+/// plan's key columns follow, unread). Used for pages whose conditions
+/// carry filter or search values: PostgreSQL plans those per call (a plan
+/// made for other values can walk the wrong index for a rare one), and
+/// planning this one-table statement costs a fraction of the whole page's.
+pub fn page_ids_sql(
+    table: &str,
+    conditions: &str,
+    resume: Option<&filter_lang::Resume>,
+    plan: &filter_lang::SortPlan,
+    limit: &str,
+) -> String {
+    let mut columns = String::from("r.id, r.ctid::text, r.xmin::text");
+    for b in plan.bookmark_columns() {
+        columns.push_str(", ");
+        columns.push_str(&b);
+    }
+    plan.page_sql(
+        &columns,
+        &format!("{table} AS r"),
+        &format!("r.deleted_at IS NULL AND {conditions}"),
+        resume,
+        limit,
     )
+}
+
+/// The second statement of a page read in two: the cells of the rows
+/// [`page_ids_sql`] found, in their order, from three parallel text
+/// arrays (`$1` ids, `$2` ctids, `$3` xmins). A row is found again by its
+/// `ctid`, and the last column says whether it is still the very row
+/// version the first statement read (same `xmin`): a row updated, trashed
+/// or removed in between is missing from the reply or marked `false`
+/// ([`same_versions`]), and the caller then reads the page in one
+/// statement. Its only parameters are the arrays, so PostgreSQL keeps one
+/// plan for it. The select list is [`select_list`], then that flag.
+pub fn page_cells_sql(table: &str, read_exprs: &[String], joins: &[PageJoin]) -> String {
+    let (with, left) = with_joins(
+        "SELECT p.id COLLATE \"C\" AS id, p.tid::tid AS \"__tid\", \
+         p.xmin::xid AS \"__xmin\", p.n AS \"__n\" \
+         FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS p(id, tid, xmin, n)",
+        joins,
+    );
+    // The version check is a result column, not a join condition: as a
+    // condition its selectivity estimate (one row in the whole page) made
+    // PostgreSQL re-scan the link joins per row.
+    format!(
+        "{with} SELECT {}, r.xmin = \"__page\".\"__xmin\" FROM \"__pg\" AS \"__page\" \
+         JOIN {table} AS r ON r.ctid = \"__page\".\"__tid\"{left} \
+         ORDER BY \"__page\".\"__n\"",
+        select_list(read_exprs)
+    )
+}
+
+/// Whether the rows of [`page_cells_sql`] are exactly the `expected` row
+/// versions it was given.
+pub fn same_versions(rows: &[Row], expected: usize) -> Result<bool, tokio_postgres::Error> {
+    if rows.len() != expected {
+        return Ok(false);
+    }
+    for r in rows {
+        if !r.try_get::<_, bool>(r.len() - 1)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Records among `ids` (live or trashed), in the order of `ids`.

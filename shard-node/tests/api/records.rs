@@ -196,3 +196,70 @@ async fn write_and_read_every_shape() {
     assert_eq!(r.status, 200, "{:?}", r.body);
     assert_eq!(r.body["record"]["fields"]["Score"], json!(9));
 }
+
+/// A page read in two statements finds its rows again by row version
+/// (`store::page_cells_sql`): in the order given, and without a row that
+/// changed after the first statement read it, so the caller can tell and
+/// read the page in one statement instead.
+#[tokio::test]
+async fn page_cells_statement_finds_only_the_row_versions_it_was_given() {
+    let app = spawn_app().await;
+    let (db, p) = app.owned_database().await;
+    let tid = app.create_table(&db, &p, "Tasks").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    field(&app, &p, &tid, json!({"name": "Score", "type": "number"})).await;
+    let r = app
+        .post(
+            &format!("/api/tables/{tid}/records"),
+            &p,
+            json!({"records": [{"fields": {"Score": 1}}, {"fields": {"Score": 2}}, {"fields": {"Score": 3}}]}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let table = shard_node::tenant_schema::table(&db, &tid).unwrap();
+    let read = format!("SELECT id, ctid::text, xmin::text FROM {table} ORDER BY id DESC");
+    let versions = |rows: Vec<tokio_postgres::Row>| -> [Vec<String>; 3] {
+        [0, 1, 2].map(|i| rows.iter().map(|r| r.get::<_, String>(i)).collect())
+    };
+    let [ids, tids, xmins] = versions(app.pg.query(&read, &[]).await.unwrap());
+    assert_eq!(ids.len(), 3);
+    let cells = shard_node::records::store::page_cells_sql(&table, &[], &[]);
+    let same = shard_node::records::store::same_versions;
+    // The ids of the rows found as the version given, in reply order.
+    let found = |rows: &[tokio_postgres::Row]| -> Vec<String> {
+        rows.iter()
+            .filter(|r| r.get::<_, bool>(r.len() - 1))
+            .map(|r| r.get::<_, String>(0))
+            .collect()
+    };
+
+    // Every row, in the order of the arrays (here: ids descending).
+    let rows = app.pg.query(&cells, &[&ids, &tids, &xmins]).await.unwrap();
+    assert!(same(&rows, 3).unwrap());
+    assert_eq!(found(&rows), ids);
+
+    // The middle record changes: its old version is not found any more
+    // (missing, or at its old place as another version).
+    app.pg
+        .execute(
+            &format!("UPDATE {table} SET updated_at = now() WHERE id = $1"),
+            &[&ids[1]],
+        )
+        .await
+        .unwrap();
+    let rows = app.pg.query(&cells, &[&ids, &tids, &xmins]).await.unwrap();
+    assert!(!same(&rows, 3).unwrap());
+    assert_eq!(found(&rows), vec![ids[0].clone(), ids[2].clone()]);
+
+    // The versions read after the change are found again.
+    let [ids2, tids2, xmins2] = versions(app.pg.query(&read, &[]).await.unwrap());
+    let rows = app
+        .pg
+        .query(&cells, &[&ids2, &tids2, &xmins2])
+        .await
+        .unwrap();
+    assert!(same(&rows, 3).unwrap());
+    assert_eq!(found(&rows), ids2);
+}
