@@ -84,7 +84,7 @@ fi
   # k6 and pgbench are waited-for children of this shell: their CPU
   # accrues to its children's time.
   self_pid=$BASHPID
-  echo "run $(date -u +%FT%TZ) HEAD $(git rev-parse --short HEAD) shard-node $(sha256sum "${DEV_CLUSTER_BIN_DIR:-$BIN_DIR}/shard-node" 2>/dev/null | cut -c1-12) nproc $(nproc) rustc procs $(pgrep -c rustc || true)"
+  echo "run $(date -u +%FT%TZ) HEAD $(git rev-parse --short HEAD) shard-node $(sha256sum "/proc/$node_pid/exe" 2>/dev/null | cut -c1-12) nproc $(nproc) rustc procs $(pgrep -c rustc || true)"
   for q in ${QUERIES:-first deep filter filter_sort sort_deep}; do
     # Warm-up, not reported: each path's connections, prepared statements
     # and caches exist before its measured line starts.

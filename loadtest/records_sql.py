@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Writes loadtest/pgbench/generated/<query>.sql: the exact statement the
-shard node runs for each records benchmark query, captured from the shard's
+"""Writes loadtest/pgbench/generated/<query>.sql: the exact statements the
+shard node runs for each records benchmark query (one, or two for a
+filtered page), captured from the shard's
 PostgreSQL log (log_min_duration_statement = 0 for the duration of one
 request each) with its bound parameters inlined as literals. pgbench then
 runs the same SQL shape as the API, deferred join, keyset bookmark and all.
@@ -62,17 +63,19 @@ for name, q in QUERIES.items():
     psql("ALTER SYSTEM RESET log_min_duration_statement"); psql("SELECT pg_reload_conf()")
     with open(log_path, errors="replace") as f:
         f.seek(start); lines = f.read().splitlines()
-    found = None
+    # A page is one statement, or two (filtered pages: the rows, then their
+    # cells); pgbench runs them in order, as one transaction of its script.
+    found = []
     for i, line in enumerate(lines):
-        m = re.search(r"execute [^:]*: ((?:WITH|SELECT) .*\"__page\".*)$", line)
+        m = re.search(r"execute [^:]*: ((?:WITH|SELECT) .*(?:\"__page\"|r\.xmin::text).*)$", line)
         if m:
             detail = lines[i + 1] if i + 1 < len(lines) and "parameters:" in lines[i + 1] else ""
-            found = inline(m.group(1), detail)
+            found.append(inline(m.group(1), detail))
     if not found:
         sys.exit(f"records_sql.py: no list statement for {name} in {log_path}")
     # pgbench takes `:MI` and `:SS` in to_char's format for its variables
     # (in -M prepared it binds them); `":"` prints the same colon.
-    found = found.replace("HH24:MI:SS", 'HH24":"MI":"SS')
+    found = ";\n".join(f.replace("HH24:MI:SS", 'HH24":"MI":"SS') for f in found)
     out = os.path.join(here, "pgbench", "generated", f"{name}.sql")
     with open(out, "w") as f:
         f.write(f"-- {name}: captured from the shard node ({json.dumps(params)[:200]})\n{found};\n")
