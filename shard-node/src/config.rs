@@ -12,15 +12,21 @@ pub const BODY_LIMIT_TEXT: &str = "10 MiB";
 /// Part C: tables per database.
 pub const MAX_TABLES_PER_DATABASE: i64 = 200;
 /// Connections in the pool to the shard's PostgreSQL when `SHARD_POOL_SIZE`
-/// is not set: two per CPU, at least four. PostgreSQL does the most work
-/// per second with about two busy sessions per core; more sessions only
-/// time-slice against each other, which with 16 connections on two cores
-/// put the p99 of record pages at up to 1.5 times what a bound of four gives
-/// (loadtest/README.md, "Records").
+/// is not set: [`pool_size_for`] this machine's CPUs.
 pub fn default_pool_size() -> usize {
-    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-    (2 * cpus).max(4)
+    pool_size_for(std::thread::available_parallelism().map_or(2, |n| n.get()))
 }
+
+/// One connection per CPU and one more, at least three. A page keeps a
+/// PostgreSQL session busy on one core; a spare session lets a core start
+/// the next page while another's reply is in flight. More sessions than
+/// that only time-slice against each other: on two cores, 16 connections
+/// put the p99 of record pages at up to 1.5 times what four gave, and four
+/// about 7 ms above three (loadtest/README.md, "Records").
+pub fn pool_size_for(cpus: usize) -> usize {
+    (cpus + 1).max(3)
+}
+
 /// How long a request waits for a pooled connection (or a new one).
 pub const POOL_WAIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// How long `GET /internal/health` waits for PostgreSQL.
@@ -149,3 +155,16 @@ pub const MAX_PICKER_FIELDS: usize = 4;
 /// Button label characters (longer labels are truncated) and URL template length.
 pub const MAX_BUTTON_LABEL_CHARS: usize = 40;
 pub const MAX_BUTTON_URL_CHARS: usize = 2000;
+
+#[cfg(test)]
+mod tests {
+    use super::pool_size_for;
+
+    #[test]
+    fn pool_is_one_connection_per_cpu_and_one_more_at_least_three() {
+        assert_eq!(pool_size_for(1), 3);
+        assert_eq!(pool_size_for(2), 3);
+        assert_eq!(pool_size_for(4), 5);
+        assert_eq!(pool_size_for(16), 17);
+    }
+}

@@ -3,8 +3,12 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use cluster_protocol::control::{Access, Role};
+use cluster_protocol::principal::{
+    Principal, HEADER_PRINCIPAL, HEADER_SIGNATURE, HEADER_TIMESTAMP,
+};
 use hdrhistogram::Histogram;
 
 pub fn env_or(name: &str, default: &str) -> String {
@@ -18,6 +22,39 @@ pub fn env_num(name: &str, default: u64) -> u64 {
     env_or(name, &default.to_string())
         .parse()
         .unwrap_or_else(|_| panic!("{name} must be a number"))
+}
+
+/// The principal the router signs for the owner's read-write key.
+pub fn owner_principal(user_id: String, key_id: String, database_id: String) -> Principal {
+    Principal {
+        user_id,
+        key_id,
+        access: Access::ReadWrite,
+        narrowed: false,
+        database_id: Some(database_id),
+        role: Some(Role::Owner),
+        support: false,
+        epoch: None,
+        new_database: None,
+    }
+}
+
+/// `builder` with the router's signature headers for `principal`, signed
+/// now with `secret` (`Principal::sign`: the router's own code).
+pub fn signed(
+    builder: reqwest::RequestBuilder,
+    principal: &Principal,
+    secret: &[u8],
+) -> reqwest::RequestBuilder {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs() as i64;
+    let signed = principal.sign(secret, now);
+    builder
+        .header(HEADER_PRINCIPAL, signed.principal)
+        .header(HEADER_TIMESTAMP, signed.timestamp)
+        .header(HEADER_SIGNATURE, signed.signature)
 }
 
 /// Latencies (send to last body byte, µs) and counts of one scenario.

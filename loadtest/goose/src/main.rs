@@ -28,14 +28,11 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use cluster_protocol::control::{Access, Role};
-use cluster_protocol::principal::{
-    Principal, HEADER_PRINCIPAL, HEADER_SIGNATURE, HEADER_TIMESTAMP,
-};
+use cluster_protocol::principal::Principal;
 use goose::prelude::*;
-use loadtest_goose::{env_num, env_or, Stats};
+use loadtest_goose::{env_num, env_or, owner_principal, signed, Stats};
 use serde::Deserialize;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -146,16 +143,11 @@ async fn direct(user: &mut GooseUser) -> TransactionResult {
         s.direct.late.fetch_add(1, Ordering::Relaxed);
     }
     let f = &s.fixtures[s.next_direct.fetch_add(1, Ordering::Relaxed) % s.fixtures.len()];
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_secs() as i64;
-    let signed = f.principal.sign(&s.secret, now);
-    let builder = user
-        .get_request_builder(&GooseMethod::Get, &f.direct_url)?
-        .header(HEADER_PRINCIPAL, signed.principal)
-        .header(HEADER_TIMESTAMP, signed.timestamp)
-        .header(HEADER_SIGNATURE, signed.signature);
+    let builder = signed(
+        user.get_request_builder(&GooseMethod::Get, &f.direct_url)?,
+        &f.principal,
+        &s.secret,
+    );
     let request = GooseRequest::builder()
         .set_request_builder(builder)
         .name("direct")
@@ -191,17 +183,7 @@ async fn main() -> Result<(), GooseError> {
                 f.shard_url.trim_end_matches('/'),
                 f.table_id
             ),
-            principal: Principal {
-                user_id: f.user_id,
-                key_id: f.key_id,
-                access: Access::ReadWrite,
-                narrowed: false,
-                database_id: Some(f.database_id),
-                role: Some(Role::Owner),
-                support: false,
-                epoch: None,
-                new_database: None,
-            },
+            principal: owner_principal(f.user_id, f.key_id, f.database_id),
         })
         .collect::<Vec<_>>();
     let n = fixtures.len();

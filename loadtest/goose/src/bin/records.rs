@@ -20,14 +20,11 @@
 //! `../results/records-goose-<path>-<query>.json`.
 
 use std::sync::OnceLock;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use cluster_protocol::control::{Access, Role};
-use cluster_protocol::principal::{
-    Principal, HEADER_PRINCIPAL, HEADER_SIGNATURE, HEADER_TIMESTAMP,
-};
+use cluster_protocol::principal::Principal;
 use goose::prelude::*;
-use loadtest_goose::{env_num, env_or, Stats};
+use loadtest_goose::{env_num, env_or, owner_principal, signed, Stats};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -131,17 +128,7 @@ async fn read_page(user: &mut GooseUser) -> TransactionResult {
     let mut builder = user.get_request_builder(&GooseMethod::Get, &s.url)?;
     builder = match &s.principal {
         None => builder.header("authorization", &s.bearer),
-        Some(p) => {
-            let now = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .expect("clock after 1970")
-                .as_secs() as i64;
-            let signed = p.sign(&s.secret, now);
-            builder
-                .header(HEADER_PRINCIPAL, signed.principal)
-                .header(HEADER_TIMESTAMP, signed.timestamp)
-                .header(HEADER_SIGNATURE, signed.signature)
-        }
+        Some(p) => signed(builder, p, &s.secret),
     };
     let request = GooseRequest::builder()
         .set_request_builder(builder)
@@ -184,17 +171,11 @@ async fn main() -> Result<(), GooseError> {
         "direct" => {
             let secret = std::env::var("CLUSTER_SECRET")
                 .expect("CLUSTER_SECRET is required for PATH_KIND=direct");
-            let principal = Principal {
-                user_id: fx.user_id.clone(),
-                key_id: fx.key_id.clone(),
-                access: Access::ReadWrite,
-                narrowed: false,
-                database_id: Some(fx.database_id.clone()),
-                role: Some(Role::Owner),
-                support: false,
-                epoch: None,
-                new_database: None,
-            };
+            let principal = owner_principal(
+                fx.user_id.clone(),
+                fx.key_id.clone(),
+                fx.database_id.clone(),
+            );
             (
                 fx.shard_url.trim_end_matches('/').to_string(),
                 Some(principal),
