@@ -450,6 +450,23 @@ async fn sorting_with_empties_and_the_bookmark_walk() {
         assert!(matching.len() > 8, "more than two pages match");
         let filtered = walk(format!("sort={sort}&filter={filter}")).await;
         assert_eq!(filtered, matching, "sort {sort} with a filter");
+        // With a search (read in two statements too): the records whose
+        // text holds the term, in the same order.
+        let whole = api
+            .get(&format!(
+                "/api/tables/{t}/records?page_size=100&sort={sort}&fields=Label"
+            ))
+            .await;
+        let found: Vec<String> = whole.expect_ok()["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["fields"]["Label"] == "L1")
+            .map(|r| r["id"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(found.len(), 15);
+        let searched = walk(format!("sort={sort}&search=l1")).await;
+        assert_eq!(searched, found, "sort {sort} with a search");
     }
     // A bookmark continued under a different number of sort terms is 400.
     let page = api

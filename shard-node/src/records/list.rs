@@ -180,18 +180,23 @@ struct PageQuery<'a> {
 type PageRows = (Vec<Row>, Option<String>);
 
 impl PageQuery<'_> {
-    /// The bookmark of the page whose last row is `last`: its id in
-    /// column `id_at`, the key texts from column `keys_at` on.
-    fn bookmark(&self, last: &Row, id_at: usize, keys_at: usize) -> ApiResult<String> {
+    /// The bookmark of a read whose rows go one past the page (`None` on
+    /// the last page): the page's last row, its id in column 0 and its key
+    /// texts from column `keys_at` on.
+    fn bookmark(&self, rows: &[Row], keys_at: usize) -> ApiResult<Option<String>> {
+        if rows.len() <= self.take {
+            return Ok(None);
+        }
+        let last = &rows[self.take - 1];
         let values = (0..self.plan.keys.len())
             .map(|k| last.try_get::<_, Option<String>>(keys_at + k))
             .collect::<Result<_, _>>()?;
-        Ok(Bookmark {
+        let bookmark = Bookmark {
             order: self.order.clone(),
             values,
-            id: last.try_get(id_at)?,
-        }
-        .encode())
+            id: last.try_get(0)?,
+        };
+        Ok(Some(bookmark.encode()))
     }
 
     /// The page in one prepared statement (`store::page_sql`).
@@ -212,14 +217,7 @@ impl PageQuery<'_> {
             .collect();
         let statement = client.prepare_cached(&sql).await?;
         let rows = client.query(&statement, &refs).await?;
-        let bookmark = match rows.get(self.take) {
-            // A row past the page: the page's last row is the bookmark.
-            Some(_) => {
-                let keys_at = 5 + self.cell_columns;
-                Some(self.bookmark(&rows[self.take - 1], 0, keys_at)?)
-            }
-            None => None,
-        };
+        let bookmark = self.bookmark(&rows, 5 + self.cell_columns)?;
         Ok((rows, bookmark))
     }
 
@@ -241,10 +239,7 @@ impl PageQuery<'_> {
             .map(|(b, t)| (b.as_ref() as &(dyn ToSql + Sync), t.clone()))
             .collect();
         let found = client.query_typed(&sql, &typed).await?;
-        let bookmark = match found.get(self.take) {
-            Some(_) => Some(self.bookmark(&found[self.take - 1], 0, 3)?),
-            None => None,
-        };
+        let bookmark = self.bookmark(&found, 3)?;
         let on_page = &found[..self.take.min(found.len())];
         if on_page.is_empty() {
             return Ok(Some((Vec::new(), bookmark)));
