@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The records benchmark side by side in one run: for each query, k6 through
-# the router, k6 straight to the shard node, then pgbench with the SQL the
-# shard node runs for it (captured first by records_sql.py), each preceded
-# by the load average; the create batches last (they add records).
+# the router, k6 straight to the shard node, the same two with goose in the
+# mirrored order (direct, then router: a box that drifts over the four
+# lines favours neither path), then pgbench with the SQL the shard node
+# runs for it (captured first by records_sql.py), each preceded by the load
+# average; the create batches last (they add records).
 #
 #   loadtest/records_run.sh [ENV_FILE]      (after records_setup.sh)
 #
@@ -91,12 +93,16 @@ fi
     for p in router direct; do
       [[ "$WARMUP" == 0 ]] || DURATION="$WARMUP" k6_line "$p" "$q" "$VUS" >/dev/null
     done
-    for p in router direct; do
+    # Mirrored order: k6 router, k6 direct, then goose direct, goose
+    # router. Each client's two paths run next to each other, and a box
+    # that speeds up or slows down across the four lines favours neither
+    # path.
+    lines=("k6 router" "k6 direct")
+    [[ "${GOOSE:-1}" == 1 ]] && lines+=("goose direct" "goose router")
+    for l in "${lines[@]}"; do
+      read -r tool p <<<"$l"
       echo "load $(cut -d' ' -f1-3 /proc/loadavg)"
-      k6_line "$p" "$q" "$VUS"
-      [[ "${GOOSE:-1}" == 1 ]] || continue
-      echo "load $(cut -d' ' -f1-3 /proc/loadavg)"
-      goose_line "$p" "$q" "$VUS"
+      "${tool}_line" "$p" "$q" "$VUS"
     done
     [[ "${PGBENCH:-1}" == 1 ]] || continue
     echo "load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -3,7 +3,9 @@
     loadtest/records_table.py loadtest/results/records-run.console.txt
 The CPU columns (ms per request: shard node, its PostgreSQL, router, the
 load generator: k6 or pgbench) come from the `cpu` line after each line,
-when the console has them."""
+when the console has them. After the table, per query and client, the
+router line's throughput as a share of the direct line's and of pgbench's,
+and the worst p99 (the issue's targets: >= 85 %, >= 1/3, < 25 ms)."""
 import json, sys
 
 load, rows = None, []
@@ -33,3 +35,23 @@ for d, c, load in rows:
         else:
             line += " |"
     print(f"{line} {load} |")
+
+print()
+by = {}
+for d, _, _ in rows:
+    by.setdefault(d["query"], {})[(d["path"], d.get("tool", "k6"))] = d
+for q, lines in by.items():
+    pg = lines.get(("pgbench", "k6"), {}).get("tps")
+    parts = []
+    for tool in ("k6", "goose"):
+        r, di = lines.get(("router", tool)), lines.get(("direct", tool))
+        if not (r and di):
+            continue
+        part = f"{tool} router/direct {100 * r['rps'] / di['rps']:.1f} %"
+        if pg:
+            part += f", router/pgbench {100 * r['rps'] / pg:.0f} %"
+        parts.append(part)
+    p99 = [d["p99_ms"] for (path, _), d in lines.items() if path != "pgbench"]
+    if parts:
+        parts.append(f"worst p99 {max(p99):.1f} ms")
+        print(f"* {q}: " + "; ".join(parts))
