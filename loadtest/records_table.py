@@ -41,7 +41,7 @@ by = {}
 for d, _, _ in rows:
     by.setdefault(d["query"], {})[(d["path"], d.get("tool", "k6"))] = d
 for q, lines in by.items():
-    pg = lines.get(("pgbench", "k6"), {}).get("tps")
+    pg = next((d["tps"] for (path, _), d in lines.items() if path == "pgbench"), None)
     parts = []
     for tool in ("k6", "goose"):
         r, di = lines.get(("router", tool)), lines.get(("direct", tool))
