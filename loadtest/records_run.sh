@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The records benchmark side by side in one run: for each query, k6 through
 # the router, k6 straight to the shard node, the same two with goose in the
-# mirrored order (direct, then router: a box that drifts over the four
-# lines favours neither path), then pgbench with the SQL the shard node
+# mirrored order (direct, then router: a steady drift over the four lines
+# tilts the two clients' ratios in opposite directions, not both against
+# one path), then pgbench with the SQL the shard node
 # runs for it (captured first by records_sql.py), each preceded by the load
 # average; the create batches last (they add records).
 #
@@ -95,8 +96,8 @@ fi
     done
     # Mirrored order: k6 router, k6 direct, then goose direct, goose
     # router. Each client's two paths run next to each other, and a box
-    # that speeds up or slows down across the four lines favours neither
-    # path.
+    # that speeds up or slows down across the four lines tilts the two
+    # clients' ratios in opposite directions.
     lines=("k6 router" "k6 direct")
     [[ "${GOOSE:-1}" == 1 ]] && lines+=("goose direct" "goose router")
     for l in "${lines[@]}"; do
