@@ -344,6 +344,12 @@ impl TestApp {
         assert_eq!(r.status, 200, "{:?}", r.body);
         r.body["table"].clone()
     }
+
+    /// [`Self::create_table`], when only the new table's id is needed.
+    pub async fn create_table_id(&self, database_id: &str, p: &Principal, name: &str) -> String {
+        let table = self.create_table(database_id, p, name).await;
+        table["id"].as_str().unwrap().to_string()
+    }
 }
 
 /// RFC 3339 UTC with exactly three fractional digits.

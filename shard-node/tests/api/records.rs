@@ -19,14 +19,8 @@ async fn field(app: &TestApp, p: &Principal, tid: &str, body: Value) -> Value {
 async fn write_and_read_every_shape() {
     let app = spawn_app().await;
     let (db, p) = app.owned_database().await;
-    let tid = app.create_table(&db, &p, "Tasks").await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let other = app.create_table(&db, &p, "People").await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let tid = app.create_table_id(&db, &p, "Tasks").await;
+    let other = app.create_table_id(&db, &p, "People").await;
     field(
         &app,
         &p,
@@ -205,10 +199,7 @@ async fn write_and_read_every_shape() {
 async fn page_cells_statement_finds_only_the_row_versions_it_was_given() {
     let app = spawn_app().await;
     let (db, p) = app.owned_database().await;
-    let tid = app.create_table(&db, &p, "Tasks").await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let tid = app.create_table_id(&db, &p, "Tasks").await;
     field(&app, &p, &tid, json!({"name": "Score", "type": "number"})).await;
     let r = app
         .post(

@@ -192,10 +192,7 @@ async fn create_delete_restore_purge() {
 async fn editors_act_only_on_their_own_records() {
     let app = spawn_app().await;
     let (db, owner) = app.owned_database().await;
-    let tid = app.create_table(&db, &owner, "T").await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let tid = app.create_table_id(&db, &owner, "T").await;
     let ed = editor(&db);
     let other = editor(&db);
     let mine = make(&app, &tid, &ed, 2).await;
@@ -244,10 +241,7 @@ async fn editors_act_only_on_their_own_records() {
 async fn batches_hold_at_most_100() {
     let app = spawn_app().await;
     let (db, owner) = app.owned_database().await;
-    let tid = app.create_table(&db, &owner, "T").await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let tid = app.create_table_id(&db, &owner, "T").await;
     let many: Vec<Value> = (0..101).map(|_| json!({"fields": {}})).collect();
     let r = app
         .post(
@@ -281,10 +275,7 @@ async fn batches_hold_at_most_100() {
 async fn the_purger_removes_records_trashed_over_the_retention() {
     let app = spawn_app().await;
     let (db, owner) = app.owned_database().await;
-    let tid = app.create_table(&db, &owner, "T").await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let tid = app.create_table_id(&db, &owner, "T").await;
     let ids = make(&app, &tid, &owner, 3).await;
     assert_eq!(delete(&app, &tid, &owner, &ids[..2]).await.status, 200);
     app.pg
