@@ -14,7 +14,14 @@ for line in open(sys.argv[1]):
     if line.startswith("load"):
         load = line.split()[1]
     elif line.startswith("cpu "):
-        rows[-1][1] = json.loads(line[4:])["ms_per_request"]
+        spent = json.loads(line[4:])["ms_per_request"]
+        rows[-1][1] = spent
+        # An interleaved line's cpu line covers both of its paths.
+        if "interleaved" in rows[-1][0]:
+            for row in reversed(rows[:-1]):
+                if "interleaved" not in row[0] or row[1] is not None:
+                    break
+                row[1] = spent
     elif line.startswith("{"):
         rows.append([json.loads(line), None, load])
 cpu = any(c for _, c, _ in rows)
@@ -26,7 +33,9 @@ for d, c, load in rows:
     if d["path"] == "pgbench":
         line = f"| {d['query']} | pgbench | {d['tps']:.0f} | {d['avg_ms']:.1f} (avg) | |"
     else:
-        tool = f" ({d['tool']})" if "tool" in d else ""
+        tags = [d["tool"]] if "tool" in d else []
+        tags += ["interleaved"] if "interleaved" in d else []
+        tool = f" ({', '.join(tags)})" if tags else ""
         line = f"| {d['query']} | {d['path']}{tool} | {d['rps']:.0f} | {d['med_ms']:.1f} | {d['p99_ms']:.1f} |"
     if cpu:
         if c:

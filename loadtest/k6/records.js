@@ -7,11 +7,20 @@
 //          loadtest/k6/records.js
 //   k6 run ... -e QUERY=create loadtest/k6/records.js      (100-record POST batches)
 //
+// PATH_KIND=interleaved runs both paths in one run: DURATION is cut into
+// slices of SLICE seconds (5), each iteration goes to the path of the slice
+// it starts in, and the slices go router, direct, direct, router, then
+// direct, router, router, direct, and so on (as goose/src/lib.rs's
+// `interleaved::path_of`), so a drift of the machine's speed during the run
+// weighs on both paths alike. The summary is then one line per path, each
+// path's rps its requests over half of DURATION.
+//
 // FIXTURE (default ../.records-fixture.json) is written by records_setup.sh.
 // `deep` pages resume from a bookmark near record 90,000 of the order, found
 // in setup() by walking pages of 1000.
 import http from 'k6/http';
 import { check } from 'k6';
+import { Counter, Rate, Trend } from 'k6/metrics';
 import crypto from 'k6/crypto';
 import encoding from 'k6/encoding';
 
@@ -21,6 +30,7 @@ const PATH_KIND = __ENV.PATH_KIND || 'router';
 const QUERY = __ENV.QUERY || 'first';
 const VUS = parseInt(__ENV.VUS || '8', 10);
 const DURATION = __ENV.DURATION || '20s';
+const SLICE_MS = 1000 * parseFloat(__ENV.SLICE || '5');
 const fx = JSON.parse(open(__ENV.FIXTURE || '../.records-fixture.json'));
 
 export const options = {
@@ -34,14 +44,18 @@ export const options = {
   discardResponseBodies: __ENV.BODIES !== '1',
 };
 
-const base = PATH_KIND === 'direct' ? fx.shard_url : ROUTER_URL;
+const PATHS = PATH_KIND === 'interleaved' ? ['router', 'direct'] : [PATH_KIND];
+// Per path: page latency (= http_req_duration), requests, failures.
+const metrics = Object.fromEntries(PATHS.map((p) => [p, {
+  duration: new Trend(`page_${p}`, true), reqs: new Counter(`reqs_${p}`), failed: new Rate(`failed_${p}`),
+}]));
 const principal = encoding.b64encode(JSON.stringify({
   user_id: fx.user_id, key_id: fx.key_id, access: 'read_write', narrowed: false,
   database_id: fx.database_id, role: 'owner', support: false,
 }), 'rawurl');
 
-function headers() {
-  if (PATH_KIND !== 'direct') {
+function headers(kind) {
+  if (kind !== 'direct') {
     return { Authorization: `Bearer ${fx.token}`, 'Content-Type': 'application/json' };
   }
   const ts = Math.floor(Date.now() / 1000).toString();
@@ -63,10 +77,24 @@ const QUERIES = {
   sort_deep: 'sort=-Score',
   filter_sort: `filter=${filter}&sort=-Score`,
 };
-const records = `${base}/api/tables/${fx.table_id}/records`;
+const records = (kind) => `${kind === 'direct' ? fx.shard_url : ROUTER_URL}/api/tables/${fx.table_id}/records`;
+
+// '30s', '2m' or '1m30s' in seconds.
+function seconds(text) {
+  let total = 0;
+  for (const [, n, unit] of text.matchAll(/([\d.]+)(h|m|s)/g)) total += parseFloat(n) * { h: 3600, m: 60, s: 1 }[unit];
+  return total;
+}
+
+// The path of slice i: router, direct, direct, router, then the mirror image.
+function pathOf(i) {
+  const routerFirst = Math.floor(i / 4) % 2 === 0;
+  const outer = i % 4 === 0 || i % 4 === 3;
+  return outer === routerFirst ? 'router' : 'direct';
+}
 
 export function setup() {
-  if (!QUERY.endsWith('deep') && QUERY !== 'deep') return { bookmark: null };
+  if (!QUERY.endsWith('deep') && QUERY !== 'deep') return { bookmark: null, t0: Date.now() };
   let bookmark = null;
   const q = QUERIES[QUERY];
   for (let i = 0; i < 90; i++) {
@@ -74,7 +102,7 @@ export function setup() {
     const r = http.get(url, { headers: { Authorization: `Bearer ${fx.token}` }, timeout: '120s', responseType: 'text' });
     bookmark = r.json('bookmark');
   }
-  return { bookmark };
+  return { bookmark, t0: Date.now() };
 }
 
 let n = 0;
@@ -86,21 +114,44 @@ export default function (data) {
       recs.push({ fields: { Name: `New ${__VU}-${n}`, Email: `n${__VU}-${n}@example.com`, Score: n % 1000,
         Due: '2025-05-05', Stamp: '2025-05-05T10:00:00Z', Status: 'doing', Notes: 'created by k6', Owner: [fx.owner] } });
     }
-    const r = http.post(records, JSON.stringify({ records: recs }), { headers: headers() });
+    const r = http.post(records(PATH_KIND), JSON.stringify({ records: recs }), { headers: headers(PATH_KIND) });
     check(r, { '200': (x) => x.status === 200 });
     return;
   }
+  const kind = PATHS.length === 1 ? PATHS[0] : pathOf(Math.floor((Date.now() - data.t0) / SLICE_MS));
   let q = QUERIES[QUERY];
   if (data.bookmark) q += `${q ? '&' : ''}bookmark=${encodeURIComponent(data.bookmark)}`;
-  const r = http.get(`${records}?page_size=100${q ? '&' + q : ''}`, { headers: headers() });
-  check(r, { '200': (x) => x.status === 200 });
+  const r = http.get(`${records(kind)}?page_size=100${q ? '&' + q : ''}`, { headers: headers(kind) });
+  const ok = check(r, { '200': (x) => x.status === 200 });
+  const m = metrics[kind];
+  m.duration.add(r.timings.duration);
+  m.reqs.add(1);
+  m.failed.add(!ok);
 }
 
 export function handleSummary(d) {
-  const m = d.metrics.http_req_duration.values;
-  const out = { path: PATH_KIND, query: QUERY, vus: VUS, duration: DURATION,
-    rps: d.metrics.http_reqs.values.rate, failed: d.metrics.http_req_failed.values.rate,
-    med_ms: m.med, p90_ms: m['p(90)'], p99_ms: m['p(99)'], max_ms: m.max };
-  return { stdout: JSON.stringify(out) + '\n',
-    [`loadtest/results/records-${PATH_KIND}-${QUERY}.json`]: JSON.stringify(out, null, 1) };
+  if (QUERY === 'create') {
+    const m = d.metrics.http_req_duration.values;
+    const out = { path: PATH_KIND, query: QUERY, vus: VUS, duration: DURATION,
+      rps: d.metrics.http_reqs.values.rate, failed: d.metrics.http_req_failed.values.rate,
+      med_ms: m.med, p90_ms: m['p(90)'], p99_ms: m['p(99)'], max_ms: m.max };
+    return { stdout: JSON.stringify(out) + '\n',
+      [`loadtest/results/records-${PATH_KIND}-${QUERY}.json`]: JSON.stringify(out, null, 1) };
+  }
+  // The pages are read for DURATION after setup() (which finds the deep
+  // bookmark); each path of an interleaved run has half of it.
+  const secs = seconds(DURATION) / PATHS.length;
+  const lines = [];
+  const files = {};
+  for (const p of PATHS) {
+    const m = d.metrics[`page_${p}`] ? d.metrics[`page_${p}`].values : {};
+    const reqs = d.metrics[`reqs_${p}`] ? d.metrics[`reqs_${p}`].values.count : 0;
+    const out = { path: p, query: QUERY, vus: VUS, duration: DURATION, rps: reqs / secs,
+      failed: d.metrics[`failed_${p}`] ? d.metrics[`failed_${p}`].values.rate : 1,
+      med_ms: m.med, p90_ms: m['p(90)'], p99_ms: m['p(99)'], max_ms: m.max };
+    if (PATHS.length > 1) out.interleaved = `${SLICE_MS / 1000}s slices`;
+    lines.push(JSON.stringify(out));
+    files[`loadtest/results/records-${p}-${QUERY}.json`] = JSON.stringify(out, null, 1);
+  }
+  return { stdout: lines.join('\n') + '\n', ...files };
 }

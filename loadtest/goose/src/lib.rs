@@ -115,3 +115,89 @@ impl Stats {
         })
     }
 }
+
+/// Two paths measured in one run, in alternating slices of time.
+pub mod interleaved {
+    use std::time::Duration;
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Path {
+        Router,
+        Direct,
+    }
+
+    /// The path of slice `i`: blocks of four, router, direct, direct,
+    /// router, then the mirror image direct, router, router, direct. Over
+    /// every eight slices each path has four, and their mean position is
+    /// the same, so a steady drift of the machine's speed cancels out
+    /// (`records.js` uses the same order).
+    pub fn path_of(i: u64) -> Path {
+        let router_first = (i / 4) % 2 == 0;
+        let outer = matches!(i % 4, 0 | 3);
+        if outer == router_first {
+            Path::Router
+        } else {
+            Path::Direct
+        }
+    }
+
+    /// How much of the first `measured` of an interleaved run went to
+    /// `path`, in slices of `slice` (the run need not end on a slice's
+    /// boundary: goose starts its users over a while and runs on after the
+    /// last one started).
+    pub fn time_on(path: Path, measured: Duration, slice: Duration) -> Duration {
+        let slice_us = slice.as_micros().max(1) as u64;
+        let measured_us = measured.as_micros() as u64;
+        let whole = measured_us / slice_us;
+        let mut us = (0..whole).filter(|&i| path_of(i) == path).count() as u64 * slice_us;
+        if path_of(whole) == path {
+            us += measured_us % slice_us;
+        }
+        Duration::from_micros(us)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn time_on_splits_whole_and_partial_slices() {
+            let s = Duration::from_secs(5);
+            let secs = |p, m| time_on(p, Duration::from_millis(m), s).as_millis();
+            // 40 s: four slices each.
+            assert_eq!(secs(Path::Router, 40_000), 20_000);
+            assert_eq!(secs(Path::Direct, 40_000), 20_000);
+            // 42 s: slice 8 (router) has run 2 s.
+            assert_eq!(secs(Path::Router, 42_000), 22_000);
+            assert_eq!(secs(Path::Direct, 42_000), 20_000);
+            // 7 s: slice 0 (router) whole, slice 1 (direct) 2 s.
+            assert_eq!(secs(Path::Router, 7_000), 5_000);
+            assert_eq!(secs(Path::Direct, 7_000), 2_000);
+        }
+
+        #[test]
+        fn slices_go_router_direct_direct_router_then_the_mirror_image() {
+            use Path::*;
+            let order: Vec<Path> = (0..8).map(path_of).collect();
+            assert_eq!(
+                order,
+                [Router, Direct, Direct, Router, Direct, Router, Router, Direct]
+            );
+        }
+
+        #[test]
+        fn every_eight_slices_balance_count_and_mean_position() {
+            for start in [0u64, 8, 80] {
+                let router: Vec<u64> = (start..start + 8)
+                    .filter(|&i| path_of(i) == Path::Router)
+                    .collect();
+                let direct: Vec<u64> = (start..start + 8)
+                    .filter(|&i| path_of(i) == Path::Direct)
+                    .collect();
+                assert_eq!(router.len(), 4);
+                assert_eq!(direct.len(), 4);
+                assert_eq!(router.iter().sum::<u64>(), direct.iter().sum::<u64>());
+            }
+        }
+    }
+}

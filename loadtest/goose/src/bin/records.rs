@@ -8,7 +8,8 @@
 //! | `FIXTURE` | `../.records-fixture.json` | written by `records_setup.sh` |
 //! | `ROUTER_URL` | `http://127.0.0.1:8080` | also used to find the deep bookmark |
 //! | `CLUSTER_SECRET` | (required for `direct`) | signs the direct requests |
-//! | `PATH_KIND` | `router` | `router` or `direct` |
+//! | `PATH_KIND` | `router` | `router`, `direct`, or `interleaved`: both, in alternating slices |
+//! | `SLICE` | `5` | seconds per slice with `interleaved` |
 //! | `QUERY` | `first` | `first`, `deep`, `filter`, `filter_sort`, `sort_deep` (as in `records.js`) |
 //! | `USERS` | `8` | closed-loop users (no think time) |
 //! | `RUN_TIME` | `30` | measured seconds |
@@ -18,13 +19,23 @@
 //! (`rps`, `med_ms`, `p90_ms`, `p99_ms`, `max_ms`; latency from send to the
 //! last body byte, µs resolution) and writes it to
 //! `../results/records-goose-<path>-<query>.json`.
+//!
+//! `interleaved` runs both paths in one run: the measured time is cut into
+//! slices of `SLICE` seconds, every user sends each request to the path of
+//! the slice it starts in, and the slices go router, direct, direct, router,
+//! then direct, router, router, direct, and so on (`interleaved::path_of`),
+//! so a box that speeds up or slows down during the run weighs on both
+//! paths alike. One JSON line per path; each path's `rps` is its requests
+//! over half the measured time. `RUN_TIME` is then both paths' time
+//! together.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use cluster_protocol::principal::Principal;
 use goose::prelude::*;
-use loadtest_goose::{env_num, env_or, owner_principal, signed, Stats};
+use loadtest_goose::{env_num, env_or, interleaved, owner_principal, signed, Stats};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -37,15 +48,50 @@ struct Fixture {
     shard_url: String,
 }
 
-struct Setup {
+/// One path the pages are read through.
+struct Target {
+    kind: &'static str,
     url: String,
-    bearer: String,
     /// `Some` on the direct path: the principal to sign per request.
     principal: Option<Principal>,
+    stats: Stats,
+}
+
+struct Setup {
+    /// One target, or with `interleaved` the router's and the direct one.
+    targets: Vec<Target>,
+    /// With `interleaved`: how long each slice lasts.
+    slice: Duration,
+    bearer: String,
     secret: Vec<u8>,
     warmup: Duration,
-    started: Instant,
-    stats: Stats,
+    /// `RUN_TIME`: requests starting later than this after the warm-up are
+    /// not counted (goose runs on for up to a second).
+    run_time: Duration,
+    /// When the first request started: the clock of the warm-up, the
+    /// slices and the measured time (goose starts its users over a while).
+    first: OnceLock<Instant>,
+    /// When the last request ended, in µs after `first`.
+    last_end_us: AtomicU64,
+}
+
+impl Setup {
+    /// The target of a request starting `elapsed` after the first: during
+    /// the warm-up the paths take turns by request (both warm up), then by
+    /// slice.
+    fn target(&self, elapsed: Duration, sent: u64) -> &Target {
+        if self.targets.len() == 1 {
+            return &self.targets[0];
+        }
+        let router = match elapsed.checked_sub(self.warmup) {
+            None => sent % 2 == 0,
+            Some(measured) => {
+                interleaved::path_of(measured.as_millis() as u64 / self.slice.as_millis() as u64)
+                    == interleaved::Path::Router
+            }
+        };
+        &self.targets[if router { 0 } else { 1 }]
+    }
 }
 
 static SETUP: OnceLock<Setup> = OnceLock::new();
@@ -123,16 +169,20 @@ async fn deep_bookmark(router: &str, fx: &Fixture, q: &str) -> String {
 }
 
 async fn read_page(user: &mut GooseUser) -> TransactionResult {
+    static SENT: AtomicU64 = AtomicU64::new(0);
     let s = setup();
+    let first = *s.first.get_or_init(Instant::now);
     let started = Instant::now();
-    let mut builder = user.get_request_builder(&GooseMethod::Get, &s.url)?;
-    builder = match &s.principal {
+    let elapsed = started - first;
+    let t = s.target(elapsed, SENT.fetch_add(1, Ordering::Relaxed));
+    let mut builder = user.get_request_builder(&GooseMethod::Get, &t.url)?;
+    builder = match &t.principal {
         None => builder.header("authorization", &s.bearer),
         Some(p) => signed(builder, p, &s.secret),
     };
     let request = GooseRequest::builder()
         .set_request_builder(builder)
-        .name("page")
+        .name(t.kind)
         .expect_status_code(200)
         .build();
     let goose = user.request(request).await?;
@@ -140,7 +190,10 @@ async fn read_page(user: &mut GooseUser) -> TransactionResult {
         Ok(r) => r.status().as_u16() == 200 && r.bytes().await.is_ok(),
         Err(_) => false,
     };
-    s.stats.record(started, ok, s.started.elapsed() >= s.warmup);
+    let measuring = elapsed >= s.warmup && elapsed - s.warmup < s.run_time;
+    t.stats.record(started, ok, measuring);
+    s.last_end_us
+        .fetch_max(first.elapsed().as_micros() as u64, Ordering::Relaxed);
     Ok(())
 }
 
@@ -166,47 +219,60 @@ async fn main() -> Result<(), GooseError> {
         None
     };
 
-    let (base, principal, secret) = match path_kind.as_str() {
-        "router" => (router.clone(), None, Vec::new()),
-        "direct" => {
-            let secret = std::env::var("CLUSTER_SECRET")
-                .expect("CLUSTER_SECRET is required for PATH_KIND=direct");
-            let principal = owner_principal(
-                fx.user_id.clone(),
-                fx.key_id.clone(),
-                fx.database_id.clone(),
-            );
-            (
-                fx.shard_url.trim_end_matches('/').to_string(),
-                Some(principal),
-                secret.into_bytes(),
-            )
-        }
-        other => panic!("PATH_KIND {other} is not router or direct"),
+    let secret = || {
+        std::env::var("CLUSTER_SECRET")
+            .expect("CLUSTER_SECRET is required for PATH_KIND=direct and interleaved")
+            .into_bytes()
     };
-    let mut url = format!("{base}/api/tables/{}/records?page_size=100", fx.table_id);
+    let mut suffix = String::new();
     if !q.is_empty() {
-        url.push('&');
-        url.push_str(q);
+        suffix.push('&');
+        suffix.push_str(q);
     }
     if let Some(b) = &bookmark {
-        url.push_str(&format!("&bookmark={}", encode(b)));
+        suffix.push_str(&format!("&bookmark={}", encode(b)));
     }
+    let target = |kind: &'static str| {
+        let (base, principal) = match kind {
+            "router" => (router.clone(), None),
+            _ => (
+                fx.shard_url.trim_end_matches('/').to_string(),
+                Some(owner_principal(
+                    fx.user_id.clone(),
+                    fx.key_id.clone(),
+                    fx.database_id.clone(),
+                )),
+            ),
+        };
+        Target {
+            kind,
+            url: format!("{base}/api/tables/{}/records?page_size=100{suffix}", fx.table_id),
+            principal,
+            stats: Stats::default(),
+        }
+    };
+    let (targets, secret) = match path_kind.as_str() {
+        "router" => (vec![target("router")], Vec::new()),
+        "direct" => (vec![target("direct")], secret()),
+        "interleaved" => (vec![target("router"), target("direct")], secret()),
+        other => panic!("PATH_KIND {other} is not router, direct or interleaved"),
+    };
+    let base = targets[0].url.clone();
 
     SETUP
         .set(Setup {
-            url,
+            targets,
+            slice: Duration::from_secs(env_num("SLICE", 5).max(1)),
             bearer: format!("Bearer {}", fx.token),
-            principal,
             secret,
             warmup: Duration::from_secs(warmup),
-            started: Instant::now(),
-            stats: Stats::default(),
+            run_time: Duration::from_secs(run_time),
+            first: OnceLock::new(),
+            last_end_us: AtomicU64::new(0),
         })
         .ok()
         .expect("set once");
 
-    let started = Instant::now();
     GooseAttack::initialize()?
         .register_scenario(
             scenario!("records").register_transaction(transaction!(read_page).set_name("page")),
@@ -218,28 +284,49 @@ async fn main() -> Result<(), GooseError> {
         .set_default(GooseDefault::NoResetMetrics, true)?
         .execute()
         .await?;
-    let measured = (started.elapsed().as_secs_f64() - warmup as f64).max(1.0);
-
-    let s = setup().stats.summary("page", measured);
-    let requests = s["requests"].as_u64().unwrap_or(0).max(1) as f64;
-    let out = serde_json::json!({
-        "tool": "goose",
-        "path": path_kind,
-        "query": query,
-        "vus": users,
-        "duration": format!("{run_time}s"),
-        "rps": s["rate"],
-        "failed": s["failed"].as_u64().unwrap_or(0) as f64 / requests,
-        "med_ms": s["p50_ms"],
-        "p90_ms": s["p90_ms"],
-        "p99_ms": s["p99_ms"],
-        "max_ms": s["max_ms"],
-    });
-    println!("{out}");
-    let path = format!(
-        "{}/../results/records-goose-{path_kind}-{query}.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::write(&path, serde_json::to_string_pretty(&out).unwrap()).expect("write the summary");
+    let s = setup();
+    let measured = (s.last_end_us.load(Ordering::Relaxed) as f64 / 1e6 - warmup as f64)
+        .clamp(1.0, run_time as f64);
+    for t in &s.targets {
+        // Each path of an interleaved run had the time of its slices.
+        let path_secs = match (s.targets.len(), t.kind) {
+            (1, _) => measured,
+            (_, kind) => {
+                let path = if kind == "router" {
+                    interleaved::Path::Router
+                } else {
+                    interleaved::Path::Direct
+                };
+                interleaved::time_on(path, Duration::from_secs_f64(measured), s.slice)
+                    .as_secs_f64()
+            }
+        };
+        let sum = t.stats.summary(t.kind, path_secs);
+        let requests = sum["requests"].as_u64().unwrap_or(0).max(1) as f64;
+        let mut out = serde_json::json!({
+            "tool": "goose",
+            "path": t.kind,
+            "query": query,
+            "vus": users,
+            "duration": format!("{run_time}s"),
+            "rps": sum["rate"],
+            "failed": sum["failed"].as_u64().unwrap_or(0) as f64 / requests,
+            "med_ms": sum["p50_ms"],
+            "p90_ms": sum["p90_ms"],
+            "p99_ms": sum["p99_ms"],
+            "max_ms": sum["max_ms"],
+        });
+        if s.targets.len() > 1 {
+            out["interleaved"] = format!("{}s slices", s.slice.as_secs()).into();
+        }
+        println!("{out}");
+        let file = format!(
+            "{}/../results/records-goose-{}-{query}.json",
+            env!("CARGO_MANIFEST_DIR"),
+            t.kind
+        );
+        std::fs::write(&file, serde_json::to_string_pretty(&out).unwrap())
+            .expect("write the summary");
+    }
     Ok(())
 }
