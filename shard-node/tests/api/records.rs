@@ -191,6 +191,137 @@ async fn write_and_read_every_shape() {
     assert_eq!(r.body["record"]["fields"]["Score"], json!(9));
 }
 
+/// A filtered page is read in two statements (`PageQuery::read_in_two`);
+/// when a row of the page changes between them, the page is read again in
+/// one statement, whole and current. The cells statement is held on a lock
+/// of the link's connector table (the first statement does not read it)
+/// while the test updates a row of the page and commits.
+#[tokio::test]
+async fn a_row_changed_between_the_two_statements_of_a_filtered_page_is_read_again() {
+    let app = spawn_app().await;
+    let (db, p) = app.owned_database().await;
+    let tid = app.create_table_id(&db, &p, "Tasks").await;
+    let people = app.create_table_id(&db, &p, "People").await;
+    field(
+        &app,
+        &p,
+        &people,
+        json!({"name": "Who", "type": "single_line_text"}),
+    )
+    .await;
+    let name = field(
+        &app,
+        &p,
+        &tid,
+        json!({"name": "Name", "type": "single_line_text"}),
+    )
+    .await;
+    let owner = field(
+        &app,
+        &p,
+        &tid,
+        json!({"name": "Owner", "type": "link", "options": {"target_table_id": people}}),
+    )
+    .await;
+    let r = app
+        .post(
+            &format!("/api/tables/{people}/records"),
+            &p,
+            json!({"records": [{"fields": {"Who": "Ann"}}]}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let ann = r.body["records"][0]["id"].as_str().unwrap().to_owned();
+    let r = app
+        .post(
+            &format!("/api/tables/{tid}/records"),
+            &p,
+            json!({"records": [
+                {"fields": {"Name": "keep 1", "Owner": [ann]}},
+                {"fields": {"Name": "keep 2", "Owner": [ann]}},
+                {"fields": {"Name": "keep 3", "Owner": [ann]}},
+                {"fields": {"Name": "other", "Owner": [ann]}}]}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let changed = r.body["records"][1]["id"].as_str().unwrap().to_owned();
+
+    let table = shard_node::tenant_schema::table(&db, &tid).unwrap();
+    let column = shard_node::tenant_schema::column(name["id"].as_str().unwrap()).unwrap();
+    let connector =
+        shard_node::tenant_schema::connector(&db, owner["id"].as_str().unwrap()).unwrap();
+    let list = format!("/api/tables/{tid}/records/list");
+    let filter = json!({"filter": {"conditions": [{"field": "Name", "op": "contains", "value": "keep"}]}});
+    app.pg
+        .batch_execute(&format!(
+            "BEGIN; LOCK TABLE {connector} IN ACCESS EXCLUSIVE MODE"
+        ))
+        .await
+        .unwrap();
+    let writer = async {
+        // Wait until the page's cells statement (the one reading by
+        // `unnest` of the first one's rows) waits for the lock, then
+        // change a row the first statement read and let the page go on.
+        let mut waiting = None;
+        for _ in 0..400 {
+            app.pg
+                .batch_execute("SELECT pg_stat_clear_snapshot()")
+                .await
+                .unwrap();
+            let rows = app
+                .pg
+                .query(
+                    "SELECT query FROM pg_stat_activity \
+                     WHERE wait_event_type = 'Lock' AND datname = current_database()",
+                    &[],
+                )
+                .await
+                .unwrap();
+            if let Some(r) = rows.first() {
+                waiting = Some(r.get::<_, String>(0));
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        app.pg
+            .execute(
+                &format!(
+                    "UPDATE {table} SET {column} = 'keep 2, changed', updated_at = now() \
+                     WHERE id = $1"
+                ),
+                &[&changed],
+            )
+            .await
+            .unwrap();
+        app.pg.batch_execute("COMMIT").await.unwrap();
+        waiting
+    };
+    let (waiting, page) = tokio::join!(writer, app.post(&list, &p, filter.clone()));
+    let waiting = waiting.expect("the page never waited for the connector's lock");
+    assert!(
+        waiting.contains("unnest("),
+        "the statement that waited is not the cells statement: {waiting}"
+    );
+    assert_eq!(page.status, 200, "{:?}", page.body);
+    let names: Vec<&str> = page.body["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["fields"]["Name"].as_str().unwrap())
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["keep 1", "keep 2, changed", "keep 3"], "{names:?}");
+    for r in page.body["records"].as_array().unwrap() {
+        assert_eq!(r["fields"]["Owner"][0]["id"], ann, "{r}");
+    }
+
+    // The same page again, nothing changing: the same three records.
+    let again = app.post(&list, &p, filter).await;
+    assert_eq!(again.status, 200, "{:?}", again.body);
+    assert_eq!(again.body["records"], page.body["records"]);
+}
+
 /// A page read in two statements finds its rows again by row version
 /// (`store::page_cells_sql`): in the order given, and without a row that
 /// changed after the first statement read it, so the caller can tell and
