@@ -7,21 +7,29 @@
 # Phases:
 #   a. saturation probe: closed-loop k6 through the router at each of SAT_VUS
 #      virtual users for SAT_DURATION; the best throughput is "saturated"
-#   b. constant arrival at RATE = saturated / RATE_DIVISOR per scenario
-#      (override with RATE=...), the `router` and `direct` scenarios side by
-#      side in one k6 run (DURATION). RATE_DIVISOR defaults to 4: the two
-#      scenarios together then offer half the saturated throughput. With
-#      RATE_DIVISOR=2 each scenario alone offers half, and together they drive
-#      a 2-core box at saturation (see README). During the run we read
+#   b. constant arrival at RATE = saturated / RATE_DIVISOR (override with
+#      RATE=...), router and direct side by side in one k6 run (DURATION).
+#      INTERLEAVE=1 (the default): one arrival stream of RATE whose requests
+#      go through the router or straight to the shard by time slice (SLICE
+#      seconds, router, direct, direct, router, then the mirror image), so
+#      the box carries RATE at every moment and each path is measured at it;
+#      RATE_DIVISOR then defaults to 2: each path at half the saturated
+#      throughput, as the issue's target says. INTERLEAVE=0: the `router` and
+#      `direct` scenarios at the same time, RATE each; RATE_DIVISOR then
+#      defaults to 4, so the two together offer half the saturated
+#      throughput (with 2 they drive a 2-core box at saturation, see
+#      README). During the run we read
 #   c. the router's user+sys CPU (/proc/<pid>/stat) before/after, divided by
 #      the requests the router served, and
 #   d. Redis `INFO commandstats` before/after, divided by the same requests
 #   e. the router's VmRSS while k6 holds HOLD_VUS (200) keep-alive connections
-#   f. (GOOSE=1) the goose crate at the same rate, as a second opinion
+#   f. (GOOSE=1) the goose crate at the same rate (interleaved the same
+#      way), as a second opinion
 # Everything lands in loadtest/results/ (summary.json + per-phase k6 JSON) and a
 # summary is printed at the end.
 #
-# Knobs: SAT_VUS ("8 32 64"), SAT_DURATION (15s), RATE, RATE_DIVISOR (4),
+# Knobs: SAT_VUS ("8 32 64"), SAT_DURATION (15s), RATE, INTERLEAVE (1),
+# SLICE (5), RATE_DIVISOR (2 interleaved, else 4),
 # DURATION (60s), HOLD_VUS (200), HOLD_DURATION (30s), HOLD_PACE_MS (100),
 # GOOSE (0), ROUTER_PID (found from the pid file or the listening socket).
 set -euo pipefail
@@ -42,7 +50,13 @@ FIXTURES="${FIXTURES:-$here/.fixtures.json}"
 RESULTS="${RESULTS:-$here/results}"
 SAT_VUS="${SAT_VUS:-8 32 64}"
 SAT_DURATION="${SAT_DURATION:-15s}"
-RATE_DIVISOR="${RATE_DIVISOR:-4}"
+INTERLEAVE="${INTERLEAVE:-1}"
+SLICE="${SLICE:-5}"
+if [[ "$INTERLEAVE" == 1 ]]; then
+  RATE_DIVISOR="${RATE_DIVISOR:-2}"; compare_mode=interleaved
+else
+  RATE_DIVISOR="${RATE_DIVISOR:-4}"; compare_mode=compare
+fi
 DURATION="${DURATION:-60s}"
 HOLD_VUS="${HOLD_VUS:-200}"
 HOLD_DURATION="${HOLD_DURATION:-30s}"
@@ -123,7 +137,7 @@ if [[ -z "${RATE:-}" ]]; then
     if awk -v a="$r" -v b="$best_rate" 'BEGIN{exit !(a > b)}'; then best_rate="$r"; best_vus="$vus"; fi
   done
   RATE="$(awk -v r="$best_rate" -v d="$RATE_DIVISOR" 'BEGIN{printf "%d", r / d}')"
-  echo "   saturated: $best_rate req/s (at $best_vus VUs) -> constant arrival at $RATE req/s per scenario"
+  echo "   saturated: $best_rate req/s (at $best_vus VUs) -> constant arrival at $RATE req/s per path ($compare_mode)"
 else
   echo "== a. skipped: RATE=$RATE given"
 fi
@@ -134,7 +148,7 @@ sleep 2
 # ms of CPU); get those done before the CPU counters are read.
 echo "== warm-up: router only, 100 req/s for 5s (verifies every key once)"
 k6_run warmup -e MODE=router -e RATE=100 -e DURATION=5s >/dev/null || true
-echo "== b. constant arrival $RATE req/s, router and direct side by side, $DURATION"
+echo "== b. constant arrival $RATE req/s per path, router and direct side by side ($compare_mode), $DURATION"
 redis_before="$(redis_stats)"
 rustc_running="$(pgrep -c rustc || true)"
 load_before="$(cut -d' ' -f1 /proc/loadavg)"
@@ -143,7 +157,7 @@ machine_before="$(machine_ticks)"
 cpu_before="$(cpu_ticks)"
 user_before="$(user_ticks)"
 t0="$(date +%s.%N)"
-k6_run compare -e MODE=compare -e RATE="$RATE" -e DURATION="$DURATION" || true
+k6_run compare -e MODE="$compare_mode" -e SLICE="$SLICE" -e RATE="$RATE" -e DURATION="$DURATION" || true
 t1="$(date +%s.%N)"
 cpu_after="$(cpu_ticks)"
 user_after="$(user_ticks)"
@@ -236,10 +250,11 @@ if [[ "$GOOSE" == 1 ]]; then
   if [[ ! -x "$gbin" ]]; then
     (cd "$here/goose" && cargo build --release)
   fi
-  echo "== f. goose at $RATE req/s per scenario"
+  echo "== f. goose at $RATE req/s per path ($compare_mode)"
   secs="$(sed -E 's/s$//' <<<"$DURATION")"
   FIXTURES="$FIXTURES" ROUTER_URL="$ROUTER_URL" CLUSTER_SECRET="$CLUSTER_SECRET" RATE="$RATE" \
     USERS="${GOOSE_USERS:-32}" RUN_TIME="${GOOSE_RUN_TIME:-$secs}" SUMMARY_JSON="$RESULTS/goose-compare.json" \
+    INTERLEAVE="$INTERLEAVE" SLICE="$SLICE" \
     "$gbin" --quiet --no-print-metrics >"$RESULTS/goose-compare.console.txt" 2>&1 || true
   tail -5 "$RESULTS/goose-compare.console.txt"
   goose_json="$(cat "$RESULTS/goose-compare.json" 2>/dev/null || echo null)"
@@ -256,7 +271,7 @@ jq -n \
   --argjson mem_kib "$mem_kib" \
   --argjson saturation "$sat_rows" \
   --argjson saturated "$best_rate" \
-  --argjson rate "$RATE" \
+  --argjson rate "$RATE" --arg compare_mode "$compare_mode" \
   --arg duration "$DURATION" \
   --slurpfile compare "$RESULTS/k6-compare.json" \
   --argjson router_reqs "$router_reqs" \
@@ -276,7 +291,7 @@ jq -n \
   '{date: $date, commit: $commit,
     machine: {nproc: $nproc, cpu: $cpu, mem_gib: (($mem_kib / 1048576) * 10 | round / 10)},
     saturation: {runs: $saturation, best_rps: $saturated},
-    rate_per_scenario: $rate, duration: $duration,
+    rate_per_scenario: $rate, compare_mode: $compare_mode, duration: $duration,
     latency: $compare[0],
     router_cpu: {seconds: $cpu_s, user_seconds: $user_s, requests: $router_reqs, us_per_request: $cpu_us, user_us_per_request: $user_us, sys_us_per_request: (if $cpu_us == null or $user_us == null then null else ((($cpu_us - $user_us) * 10 | round) / 10) end), cores_busy: $router_util, threads: $router_threads},
     machine_during_compare: {busy_cores: $machine_busy, load_avg_before: $load_before, rustc_processes_at_start: $rustc_running, cores_by_process: $by_process},
@@ -297,7 +312,7 @@ jq -r '
   def f(x; d): if x == null then "-" else (x * pow(10; d) | round / pow(10; d) | tostring) end;
   def pf(b): if b then "PASS" else "FAIL" end;
   "date \(.date)  commit \(.commit)  machine \(.machine.nproc) x \(.machine.cpu), \(.machine.mem_gib) GiB",
-  "saturated \(if .saturation.best_rps > 0 then f(.saturation.best_rps; 0) else "(not probed)" end) req/s through the router; constant arrival \(.rate_per_scenario) req/s per scenario for \(.duration)",
+  "saturated \(if .saturation.best_rps > 0 then f(.saturation.best_rps; 0) else "(not probed)" end) req/s through the router; constant arrival \(.rate_per_scenario) req/s per path (\(.compare_mode)) for \(.duration)",
   "router  p50 \(f(.latency.scenarios.router.p50_ms; 3)) ms  p99 \(f(.latency.scenarios.router.p99_ms; 3)) ms  (\(.latency.scenarios.router.requests) req, \(f(.latency.scenarios.router.failed_rate; 4)) failed, \(.latency.scenarios.router.dropped) dropped)",
   "direct  p50 \(f(.latency.scenarios.direct.p50_ms; 3)) ms  p99 \(f(.latency.scenarios.direct.p99_ms; 3)) ms  (\(.latency.scenarios.direct.requests) req, \(f(.latency.scenarios.direct.failed_rate; 4)) failed, \(.latency.scenarios.direct.dropped) dropped)",
   "added   p50 \(f(.latency.added_ms.p50; 3)) ms [\(pf(.targets.added_p50_ms_le_0_3))]  p99 \(f(.latency.added_ms.p99; 3)) ms [\(pf(.targets.added_p99_ms_le_1))]",

@@ -9,6 +9,13 @@
 //             iterations/s each (RATE_DIRECT overrides the direct one), DURATION
 //   saturate  closed loop through the router only: VUS virtual users, no think
 //             time, DURATION; the throughput it reaches is the saturated rate
+//   interleaved  one constant-arrival-rate scenario of RATE iterations/s for
+//             DURATION whose requests go through the router or straight to the
+//             shard by time slice: SLICE seconds (5) each, router, direct,
+//             direct, router, then the mirror image (as goose's
+//             `interleaved::path_of`), so the box carries RATE at every moment
+//             and a drift of its speed weighs on both paths alike; each path's
+//             figures cover its own half of DURATION
 //   router    the `router` scenario of compare alone (RATE, DURATION)
 //   hold      VUS (default 200) constant virtual users through the router, each
 //             pacing itself to PACE_MS between requests, so the router holds VUS
@@ -31,13 +38,15 @@ const RATE_DIRECT = parseInt(__ENV.RATE_DIRECT || String(RATE), 10);
 const DURATION = __ENV.DURATION || '30s';
 const VUS = parseInt(__ENV.VUS || (MODE === 'hold' ? '200' : '16'), 10);
 const PACE_MS = parseInt(__ENV.PACE_MS || '100', 10);
+const SLICE_MS = 1000 * parseFloat(__ENV.SLICE || '5');
 const SUMMARY_JSON = __ENV.SUMMARY_JSON || `loadtest/results/k6-${MODE}.json`;
 
 const fixtures = JSON.parse(open(__ENV.FIXTURES || '../.fixtures.json'));
 if (!Array.isArray(fixtures) || fixtures.length === 0) {
   throw new Error('no fixtures: run loadtest/setup.sh first');
 }
-if (MODE === 'compare' && !CLUSTER_SECRET) {
+const BOTH = MODE === 'compare' || MODE === 'interleaved';
+if (BOTH && !CLUSTER_SECRET) {
   throw new Error('CLUSTER_SECRET is required to sign the direct requests');
 }
 
@@ -90,6 +99,9 @@ function scenarios() {
   if (MODE === 'router') {
     return { router: Object.assign({}, common, { exec: 'viaRouter', rate: RATE }) };
   }
+  if (MODE === 'interleaved') {
+    return { interleaved: Object.assign({}, common, { exec: 'interleaved', rate: RATE }) };
+  }
   return {
     router: Object.assign({}, common, { exec: 'viaRouter', rate: RATE }),
     direct: Object.assign({}, common, {
@@ -104,13 +116,15 @@ function scenarios() {
 function thresholds() {
   // Thresholds on tagged sub-metrics make k6 keep them per scenario, so the
   // summary has p50/p99 for `router` and `direct` separately.
+  // Interleaved: per `path` tag instead (one scenario carries both).
   const t = {};
-  const names = MODE === 'compare' ? ['router', 'direct'] : ['router'];
+  const names = BOTH ? ['router', 'direct'] : ['router'];
   for (const s of names) {
-    t[`http_req_duration{scenario:${s}}`] = ['p(99)<1000'];
-    t[`http_req_failed{scenario:${s}}`] = ['rate<0.01'];
-    t[`http_reqs{scenario:${s}}`] = ['count>0'];
-    t[`dropped_iterations{scenario:${s}}`] = ['count>=0'];
+    const tag = MODE === 'interleaved' ? `path:${s}` : `scenario:${s}`;
+    t[`http_req_duration{${tag}}`] = ['p(99)<1000'];
+    t[`http_req_failed{${tag}}`] = ['rate<0.01'];
+    t[`http_reqs{${tag}}`] = ['count>0'];
+    t[`dropped_iterations{scenario:${MODE === 'interleaved' ? 'interleaved' : s}}`] = ['count>=0'];
   }
   return t;
 }
@@ -125,10 +139,26 @@ export const options = {
   noConnectionReuse: false,
 };
 
+export function setup() {
+  return { t0: Date.now() };
+}
+
 export function viaRouter() {
   const p = pick();
-  const r = http.get(p.routerUrl, { headers: p.auth });
+  const r = http.get(p.routerUrl, { headers: p.auth, tags: { path: 'router' } });
   check(r, { 'router 200': (res) => res.status === 200 });
+}
+
+// The path of slice i: router, direct, direct, router, then the mirror image.
+function pathOf(i) {
+  const routerFirst = Math.floor(i / 4) % 2 === 0;
+  const outer = i % 4 === 0 || i % 4 === 3;
+  return outer === routerFirst ? 'router' : 'direct';
+}
+
+export function interleaved(data) {
+  if (pathOf(Math.floor((Date.now() - data.t0) / SLICE_MS)) === 'router') viaRouter();
+  else direct();
 }
 
 export function viaRouterPaced() {
@@ -149,6 +179,7 @@ export function direct() {
       'x-cluster-timestamp': ts,
       'x-cluster-signature': sig,
     },
+    tags: { path: 'direct' },
   });
   check(r, { 'direct 200': (res) => res.status === 200 });
 }
@@ -163,16 +194,28 @@ function fmt(v, digits) {
   return v === null || v === undefined ? '-' : v.toFixed(digits);
 }
 
+// '30s', '2m' or '1m30s' in seconds.
+function seconds(text) {
+  let total = 0;
+  for (const [, n, unit] of text.matchAll(/([\d.]+)(h|m|s)/g)) total += parseFloat(n) * { h: 3600, m: 60, s: 1 }[unit];
+  return total;
+}
+
 export function handleSummary(data) {
-  const names = MODE === 'compare' ? ['router', 'direct'] : ['router'];
+  const names = BOTH ? ['router', 'direct'] : ['router'];
+  const inter = MODE === 'interleaved';
   const rows = {};
   for (const s of names) {
-    const d = `http_req_duration{scenario:${s}}`;
+    const tag = inter ? `path:${s}` : `scenario:${s}`;
+    const d = `http_req_duration{${tag}}`;
+    const requests = val(data, `http_reqs{${tag}}`, 'count');
     rows[s] = {
-      requests: val(data, `http_reqs{scenario:${s}}`, 'count'),
-      rate: val(data, `http_reqs{scenario:${s}}`, 'rate'),
-      failed_rate: val(data, `http_req_failed{scenario:${s}}`, 'rate'),
-      dropped: val(data, `dropped_iterations{scenario:${s}}`, 'count') || 0,
+      requests,
+      // Interleaved: each path had half of DURATION.
+      rate: inter ? requests / (seconds(DURATION) / 2) : val(data, `http_reqs{${tag}}`, 'rate'),
+      failed_rate: val(data, `http_req_failed{${tag}}`, 'rate'),
+      // Interleaved: the one scenario's, for both paths together.
+      dropped: val(data, `dropped_iterations{scenario:${inter ? 'interleaved' : s}}`, 'count') || 0,
       avg_ms: val(data, d, 'avg'),
       p50_ms: val(data, d, 'med'),
       p90_ms: val(data, d, 'p(90)'),
@@ -182,13 +225,14 @@ export function handleSummary(data) {
   }
   const out = {
     mode: MODE,
-    rate_per_scenario: MODE === 'compare' ? { router: RATE, direct: RATE_DIRECT } : null,
+    rate_per_scenario: MODE === 'compare' ? { router: RATE, direct: RATE_DIRECT } : inter ? { router: RATE, direct: RATE } : null,
+    slice_s: inter ? SLICE_MS / 1000 : null,
     duration: DURATION,
-    vus: MODE === 'compare' ? null : VUS,
+    vus: BOTH ? null : VUS,
     fixtures: fixtures.length,
     scenarios: rows,
   };
-  if (MODE === 'compare' && rows.router.p50_ms !== null && rows.direct.p50_ms !== null) {
+  if (BOTH && rows.router.p50_ms !== null && rows.direct.p50_ms !== null) {
     out.added_ms = {
       p50: rows.router.p50_ms - rows.direct.p50_ms,
       p99: rows.router.p99_ms - rows.direct.p99_ms,

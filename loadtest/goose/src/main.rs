@@ -15,6 +15,15 @@
 //! | `RUN_TIME` | `30` | seconds |
 //! | `WARMUP` | `3` | seconds of samples discarded at the start |
 //! | `SUMMARY_JSON` | `../results/goose-compare.json` | machine-readable summary |
+//! | `INTERLEAVE` | `0` | `1`: one scenario of `USERS` users at `RATE` whose requests go to the router or the shard by time slice (below) |
+//! | `SLICE` | `5` | seconds per slice with `INTERLEAVE=1` |
+//!
+//! With `INTERLEAVE=1` the box carries `RATE` at every moment, not twice
+//! it: the measured time is cut into slices of `SLICE` seconds that go
+//! router, direct, direct, router, then the mirror image
+//! (`interleaved::path_of`), each request goes to the path of the slice it
+//! is due in, and each path's rate is over its own slices' time. During the
+//! warm-up the paths take turns by request.
 //!
 //! Goose records response times in whole milliseconds, too coarse for a
 //! 0.3 ms budget, so each transaction also times its request (send to last
@@ -32,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use cluster_protocol::principal::Principal;
 use goose::prelude::*;
-use loadtest_goose::{env_num, env_or, owner_principal, signed, Stats};
+use loadtest_goose::{env_num, env_or, interleaved, owner_principal, signed, Stats};
 use serde::Deserialize;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -57,6 +66,11 @@ struct Setup {
     secret: Vec<u8>,
     interval: Duration,
     warmup: Duration,
+    /// `Some(slice)` with `INTERLEAVE=1`.
+    slice: Option<Duration>,
+    /// Requests due later than this after the start are not counted
+    /// (warm-up plus `RUN_TIME`; goose runs on for up to a second).
+    until: Duration,
     started: Instant,
     router: Stats,
     direct: Stats,
@@ -116,7 +130,9 @@ async fn send(user: &mut GooseUser, request: GooseRequest<'_>, stats: &Stats) ->
         }
         Err(_) => false,
     };
-    stats.record(started, ok, setup().started.elapsed() >= setup().warmup);
+    let s = setup();
+    let since = started - s.started;
+    stats.record(started, ok, since >= s.warmup && since < s.until);
     Ok(())
 }
 
@@ -125,6 +141,11 @@ async fn via_router(user: &mut GooseUser) -> TransactionResult {
     if wait_for_slot(user).await {
         s.router.late.fetch_add(1, Ordering::Relaxed);
     }
+    send_via_router(user).await
+}
+
+async fn send_via_router(user: &mut GooseUser) -> TransactionResult {
+    let s = setup();
     let f = &s.fixtures[s.next_router.fetch_add(1, Ordering::Relaxed) % s.fixtures.len()];
     let builder = user
         .get_request_builder(&GooseMethod::Get, &f.router_url)?
@@ -142,6 +163,36 @@ async fn direct(user: &mut GooseUser) -> TransactionResult {
     if wait_for_slot(user).await {
         s.direct.late.fetch_add(1, Ordering::Relaxed);
     }
+    send_direct(user).await
+}
+
+/// `INTERLEAVE=1`: the path of the slice the request is due in.
+async fn by_slice(user: &mut GooseUser) -> TransactionResult {
+    static SENT: AtomicUsize = AtomicUsize::new(0);
+    let s = setup();
+    let late = wait_for_slot(user).await;
+    let since = s.started.elapsed();
+    let slice = s.slice.expect("by_slice runs only with INTERLEAVE=1");
+    let router = match since.checked_sub(s.warmup) {
+        None => SENT.fetch_add(1, Ordering::Relaxed) % 2 == 0,
+        Some(t) => {
+            interleaved::path_of((t.as_millis() / slice.as_millis().max(1)) as u64)
+                == interleaved::Path::Router
+        }
+    };
+    let stats = if router { &s.router } else { &s.direct };
+    if late {
+        stats.late.fetch_add(1, Ordering::Relaxed);
+    }
+    if router {
+        send_via_router(user).await
+    } else {
+        send_direct(user).await
+    }
+}
+
+async fn send_direct(user: &mut GooseUser) -> TransactionResult {
+    let s = setup();
     let f = &s.fixtures[s.next_direct.fetch_add(1, Ordering::Relaxed) % s.fixtures.len()];
     let builder = signed(
         user.get_request_builder(&GooseMethod::Get, &f.direct_url)?,
@@ -168,6 +219,8 @@ async fn main() -> Result<(), GooseError> {
     let run_time = env_num("RUN_TIME", 30);
     let warmup = env_num("WARMUP", 3);
     let summary_path = env_or("SUMMARY_JSON", "../results/goose-compare.json");
+    let slice = (env_num("INTERLEAVE", 0) == 1)
+        .then(|| Duration::from_secs(env_num("SLICE", 5).max(1)));
 
     let text = std::fs::read_to_string(&fixtures_path)
         .unwrap_or_else(|e| panic!("{fixtures_path}: {e} (run loadtest/setup.sh first)"));
@@ -194,6 +247,8 @@ async fn main() -> Result<(), GooseError> {
             secret: secret.into_bytes(),
             interval: Duration::from_secs_f64(users as f64 / rate as f64),
             warmup: Duration::from_secs(warmup),
+            slice,
+            until: Duration::from_secs(warmup + run_time),
             started: Instant::now(),
             router: Stats::default(),
             direct: Stats::default(),
@@ -203,40 +258,69 @@ async fn main() -> Result<(), GooseError> {
         .ok()
         .expect("set once");
 
+    let mode = if slice.is_some() {
+        "interleaved"
+    } else {
+        "per scenario"
+    };
     eprintln!(
-        "goose: {n} keys, {rate} req/s per scenario, {users} users per scenario, {run_time}s (+{warmup}s warm-up discarded)"
+        "goose: {n} keys, {rate} req/s {mode}, {users} users {mode}, {run_time}s (+{warmup}s warm-up discarded)"
     );
     let started = Instant::now();
-    GooseAttack::initialize()?
-        .register_scenario(
-            scenario!("router")
-                .register_transaction(transaction!(start_pacing).set_on_start())
-                .register_transaction(
-                    transaction!(via_router).set_name("GET /api/tables/{id} via router"),
+    let attack = GooseAttack::initialize()?;
+    let (attack, all_users) = match slice {
+        Some(_) => (
+            attack.register_scenario(
+                scenario!("interleaved")
+                    .register_transaction(transaction!(start_pacing).set_on_start())
+                    .register_transaction(
+                        transaction!(by_slice).set_name("GET /api/tables/{id} by slice"),
+                    ),
+            ),
+            users,
+        ),
+        None => (
+            attack
+                .register_scenario(
+                    scenario!("router")
+                        .register_transaction(transaction!(start_pacing).set_on_start())
+                        .register_transaction(
+                            transaction!(via_router).set_name("GET /api/tables/{id} via router"),
+                        ),
+                )
+                .register_scenario(
+                    scenario!("direct")
+                        .register_transaction(transaction!(start_pacing).set_on_start())
+                        .register_transaction(
+                            transaction!(direct).set_name("GET /api/tables/{id} direct to shard"),
+                        ),
                 ),
-        )
-        .register_scenario(
-            scenario!("direct")
-                .register_transaction(transaction!(start_pacing).set_on_start())
-                .register_transaction(
-                    transaction!(direct).set_name("GET /api/tables/{id} direct to shard"),
-                ),
-        )
+            2 * users,
+        ),
+    };
+    attack
         .set_default(GooseDefault::Host, router_url.as_str())?
-        .set_default(GooseDefault::Users, (2 * users) as usize)?
-        .set_default(GooseDefault::IncreaseRate, (2 * users).to_string().as_str())?
+        .set_default(GooseDefault::Users, all_users as usize)?
+        .set_default(GooseDefault::IncreaseRate, all_users.to_string().as_str())?
         .set_default(GooseDefault::RunTime, (run_time + warmup) as usize)?
         .set_default(GooseDefault::NoResetMetrics, true)?
         .execute()
         .await?;
-    let measured = (started.elapsed().as_secs_f64() - warmup as f64).max(1.0);
+    let measured = (started.elapsed().as_secs_f64() - warmup as f64).clamp(1.0, run_time as f64);
+    // Interleaved: each path had the time of its own slices.
+    let secs = |path| match slice {
+        None => measured,
+        Some(slice) => {
+            interleaved::time_on(path, Duration::from_secs_f64(measured), slice).as_secs_f64()
+        }
+    };
 
     let s = setup();
-    let router = s.router.summary("router", measured);
-    let direct = s.direct.summary("direct", measured);
+    let router = s.router.summary("router", secs(interleaved::Path::Router));
+    let direct = s.direct.summary("direct", secs(interleaved::Path::Direct));
     let added_p50 = router["p50_ms"].as_f64().unwrap() - direct["p50_ms"].as_f64().unwrap();
     let added_p99 = router["p99_ms"].as_f64().unwrap() - direct["p99_ms"].as_f64().unwrap();
-    println!("\nGET /api/tables/{{id}}  goose  {rate} req/s per scenario  {run_time}s  keys={n}");
+    println!("\nGET /api/tables/{{id}}  goose  {rate} req/s {mode}  {run_time}s  keys={n}");
     println!("scenario  requests     req/s  failed   late   p50 ms   p90 ms   p99 ms   max ms");
     for v in [&router, &direct] {
         println!(
@@ -256,6 +340,7 @@ async fn main() -> Result<(), GooseError> {
     let out = serde_json::json!({
         "tool": "goose",
         "rate_per_scenario": rate,
+        "interleaved_slice_s": slice.map(|d| d.as_secs()),
         "users_per_scenario": users,
         "run_time_s": run_time,
         "fixtures": n,
