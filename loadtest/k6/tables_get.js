@@ -21,6 +21,12 @@
 //             pacing itself to PACE_MS between requests, so the router holds VUS
 //             concurrent keep-alive connections (for its resident memory)
 //
+// Floor experiment (results/experiments/router-floor/nullproxy.c): with
+// PROXY_URL set, the `router` requests go to that proxy instead, carrying
+// the direct path's signed headers, so the shard behind it does the same
+// work as for a direct request; FIXTURE_SHARD (a shard URL) keeps only the
+// fixtures on that shard (nullproxy forwards to one shard).
+//
 // FIXTURES (default ../.fixtures.json relative to this file) is written by
 // loadtest/setup.sh. SUMMARY_JSON (default loadtest/results/k6-<MODE>.json,
 // relative to the working directory) receives the machine-readable summary.
@@ -41,7 +47,9 @@ const PACE_MS = parseInt(__ENV.PACE_MS || '100', 10);
 const SLICE_MS = 1000 * parseFloat(__ENV.SLICE || '5');
 const SUMMARY_JSON = __ENV.SUMMARY_JSON || `loadtest/results/k6-${MODE}.json`;
 
-const fixtures = JSON.parse(open(__ENV.FIXTURES || '../.fixtures.json'));
+const PROXY_URL = (__ENV.PROXY_URL || '').replace(/\/$/, '');
+const fixtures = JSON.parse(open(__ENV.FIXTURES || '../.fixtures.json'))
+  .filter((f) => !__ENV.FIXTURE_SHARD || f.shard_url.replace(/\/$/, '') === __ENV.FIXTURE_SHARD.replace(/\/$/, ''));
 if (!Array.isArray(fixtures) || fixtures.length === 0) {
   throw new Error('no fixtures: run loadtest/setup.sh first');
 }
@@ -63,7 +71,7 @@ const prepared = fixtures.map((f) => {
     support: false,
   });
   return {
-    routerUrl: `${ROUTER_URL}/api/tables/${f.table_id}`,
+    routerUrl: `${PROXY_URL || ROUTER_URL}/api/tables/${f.table_id}`,
     directUrl: `${f.shard_url.replace(/\/$/, '')}/api/tables/${f.table_id}`,
     auth: { Authorization: `Bearer ${f.token}` },
     principal: encoding.b64encode(principal, 'rawurl'),
@@ -145,8 +153,17 @@ export function setup() {
 
 export function viaRouter() {
   const p = pick();
-  const r = http.get(p.routerUrl, { headers: p.auth, tags: { path: 'router' } });
+  const headers = PROXY_URL ? signedHeaders(p) : p.auth;
+  const r = http.get(p.routerUrl, { headers, tags: { path: 'router' } });
   check(r, { 'router 200': (res) => res.status === 200 });
+}
+
+// The router's signature headers for p's principal, signed now.
+function signedHeaders(p) {
+  // Re-signed per request with the current timestamp (valid +-300 s).
+  const ts = String(Math.floor(Date.now() / 1000));
+  const sig = crypto.hmac('sha256', CLUSTER_SECRET, `${ts}.${p.principal}`, 'hex');
+  return { 'x-cluster-principal': p.principal, 'x-cluster-timestamp': ts, 'x-cluster-signature': sig };
 }
 
 // The path of slice i: router, direct, direct, router, then the mirror image.
@@ -170,17 +187,7 @@ export function viaRouterPaced() {
 
 export function direct() {
   const p = pick();
-  // Re-signed per request with the current timestamp (valid +-300 s).
-  const ts = String(Math.floor(Date.now() / 1000));
-  const sig = crypto.hmac('sha256', CLUSTER_SECRET, `${ts}.${p.principal}`, 'hex');
-  const r = http.get(p.directUrl, {
-    headers: {
-      'x-cluster-principal': p.principal,
-      'x-cluster-timestamp': ts,
-      'x-cluster-signature': sig,
-    },
-    tags: { path: 'direct' },
-  });
+  const r = http.get(p.directUrl, { headers: signedHeaders(p), tags: { path: 'direct' } });
   check(r, { 'direct 200': (res) => res.status === 200 });
 }
 
