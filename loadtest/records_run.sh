@@ -108,7 +108,10 @@ fi
   # k6 and pgbench are waited-for children of this shell: their CPU
   # accrues to its children's time.
   self_pid=$BASHPID
-  echo "run $(date -u +%FT%TZ) HEAD $(git rev-parse --short HEAD) shard-node $(sha256sum "/proc/$node_pid/exe" 2>/dev/null | cut -c1-12) nproc $(nproc) rustc procs $(pgrep -c rustc || true)"
+  # The live records the pages are read from: create batches of an earlier
+  # run add to them (records_setup.sh makes a fresh 100,000).
+  live="$(psql "$dsn" -Atc "SELECT count(*) FROM \"$(jq -er .database_id "$here/.records-fixture.json")\".\"$(jq -er .table_id "$here/.records-fixture.json")\" WHERE deleted_at IS NULL" 2>/dev/null || echo '?')"
+  echo "run $(date -u +%FT%TZ) HEAD $(git rev-parse --short HEAD) shard-node $(sha256sum "/proc/$node_pid/exe" 2>/dev/null | cut -c1-12) nproc $(nproc) rustc procs $(pgrep -c rustc || true) records $live"
   for q in ${QUERIES:-first deep filter filter_sort sort_deep}; do
     # Warm-up, not reported: each path's connections, prepared statements
     # and caches exist before its measured line starts.

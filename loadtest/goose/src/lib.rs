@@ -141,6 +141,17 @@ pub mod interleaved {
         }
     }
 
+    /// The path of a request due `since` the start of an interleaved run:
+    /// during the `warmup` the paths take turns by request (`sent`, the
+    /// requests sent so far), so both warm up; then the path of its slice.
+    pub fn path_at(since: Duration, warmup: Duration, slice: Duration, sent: u64) -> Path {
+        match since.checked_sub(warmup) {
+            None if sent % 2 == 0 => Path::Router,
+            None => Path::Direct,
+            Some(t) => path_of((t.as_millis() / slice.as_millis().max(1)) as u64),
+        }
+    }
+
     /// How much of the first `measured` of an interleaved run went to
     /// `path`, in slices of `slice` (the run need not end on a slice's
     /// boundary: goose starts its users over a while and runs on after the
@@ -159,6 +170,19 @@ pub mod interleaved {
     #[cfg(test)]
     mod tests {
         use super::*;
+
+        #[test]
+        fn path_at_takes_turns_in_the_warm_up_then_follows_the_slices() {
+            let (w, s) = (Duration::from_secs(3), Duration::from_secs(5));
+            let at = |ms, sent| path_at(Duration::from_millis(ms), w, s, sent);
+            assert_eq!(at(1_000, 0), Path::Router);
+            assert_eq!(at(1_000, 1), Path::Direct);
+            // Measured time 0 to 5 s: slice 0, router, whatever was sent.
+            assert_eq!(at(3_000, 1), Path::Router);
+            assert_eq!(at(7_999, 1), Path::Router);
+            // 5 to 10 s: slice 1, direct.
+            assert_eq!(at(8_000, 0), Path::Direct);
+        }
 
         #[test]
         fn time_on_splits_whole_and_partial_slices() {

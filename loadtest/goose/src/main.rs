@@ -171,15 +171,10 @@ async fn by_slice(user: &mut GooseUser) -> TransactionResult {
     static SENT: AtomicUsize = AtomicUsize::new(0);
     let s = setup();
     let late = wait_for_slot(user).await;
-    let since = s.started.elapsed();
     let slice = s.slice.expect("by_slice runs only with INTERLEAVE=1");
-    let router = match since.checked_sub(s.warmup) {
-        None => SENT.fetch_add(1, Ordering::Relaxed) % 2 == 0,
-        Some(t) => {
-            interleaved::path_of((t.as_millis() / slice.as_millis().max(1)) as u64)
-                == interleaved::Path::Router
-        }
-    };
+    let sent = SENT.fetch_add(1, Ordering::Relaxed) as u64;
+    let router = interleaved::path_at(s.started.elapsed(), s.warmup, slice, sent)
+        == interleaved::Path::Router;
     let stats = if router { &s.router } else { &s.direct };
     if late {
         stats.late.fetch_add(1, Ordering::Relaxed);

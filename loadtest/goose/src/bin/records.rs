@@ -26,8 +26,9 @@
 //! then direct, router, router, direct, and so on (`interleaved::path_of`),
 //! so a box that speeds up or slows down during the run weighs on both
 //! paths alike. One JSON line per path; each path's `rps` is its requests
-//! over half the measured time. `RUN_TIME` is then both paths' time
-//! together.
+//! over the time of its own slices (`interleaved::time_on`: half of
+//! `RUN_TIME` when that is a whole number of slice pairs). `RUN_TIME` is
+//! then both paths' time together.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -76,21 +77,16 @@ struct Setup {
 }
 
 impl Setup {
-    /// The target of a request starting `elapsed` after the first: during
-    /// the warm-up the paths take turns by request (both warm up), then by
-    /// slice.
+    /// The target of a request starting `elapsed` after the first
+    /// (`interleaved::path_at`).
     fn target(&self, elapsed: Duration, sent: u64) -> &Target {
         if self.targets.len() == 1 {
             return &self.targets[0];
         }
-        let router = match elapsed.checked_sub(self.warmup) {
-            None => sent % 2 == 0,
-            Some(measured) => {
-                interleaved::path_of(measured.as_millis() as u64 / self.slice.as_millis() as u64)
-                    == interleaved::Path::Router
-            }
-        };
-        &self.targets[if router { 0 } else { 1 }]
+        match interleaved::path_at(elapsed, self.warmup, self.slice, sent) {
+            interleaved::Path::Router => &self.targets[0],
+            interleaved::Path::Direct => &self.targets[1],
+        }
     }
 }
 
