@@ -262,24 +262,28 @@ async fn a_row_changed_between_the_two_statements_of_a_filtered_page_is_read_aga
         // Wait until the page's cells statement (the one reading by
         // `unnest` of the first one's rows) waits for the lock, then
         // change a row the first statement read and let the page go on.
+        // (The activity's text is copied a moment before its wait is read,
+        // so the first statement's text may show once; the first
+        // statement itself never reads the connector.)
+        let waiting_sql = format!(
+            "SELECT a.query FROM pg_locks l JOIN pg_stat_activity a USING (pid) \
+             WHERE l.relation = '{}'::regclass AND NOT l.granted",
+            connector.replace('\'', "''")
+        );
         let mut waiting = None;
         for _ in 0..400 {
             app.pg
                 .batch_execute("SELECT pg_stat_clear_snapshot()")
                 .await
                 .unwrap();
-            let rows = app
-                .pg
-                .query(
-                    "SELECT query FROM pg_stat_activity \
-                     WHERE wait_event_type = 'Lock' AND datname = current_database()",
-                    &[],
-                )
-                .await
-                .unwrap();
+            let rows = app.pg.query(&waiting_sql, &[]).await.unwrap();
             if let Some(r) = rows.first() {
-                waiting = Some(r.get::<_, String>(0));
-                break;
+                let query: String = r.get(0);
+                let cells = query.contains("unnest(");
+                waiting = Some(query);
+                if cells {
+                    break;
+                }
             }
             tokio::time::sleep(std::time::Duration::from_millis(25)).await;
         }
