@@ -214,8 +214,8 @@ async fn main() -> Result<(), GooseError> {
     let run_time = env_num("RUN_TIME", 30);
     let warmup = env_num("WARMUP", 3);
     let summary_path = env_or("SUMMARY_JSON", "../results/goose-compare.json");
-    let slice = (env_num("INTERLEAVE", 0) == 1)
-        .then(|| Duration::from_secs(env_num("SLICE", 5).max(1)));
+    let slice =
+        (env_num("INTERLEAVE", 0) == 1).then(|| Duration::from_secs(env_num("SLICE", 5).max(1)));
 
     let text = std::fs::read_to_string(&fixtures_path)
         .unwrap_or_else(|e| panic!("{fixtures_path}: {e} (run loadtest/setup.sh first)"));

@@ -251,7 +251,8 @@ async fn a_row_changed_between_the_two_statements_of_a_filtered_page_is_read_aga
     let connector =
         shard_node::tenant_schema::connector(&db, owner["id"].as_str().unwrap()).unwrap();
     let list = format!("/api/tables/{tid}/records/list");
-    let filter = json!({"filter": {"conditions": [{"field": "Name", "op": "contains", "value": "keep"}]}});
+    let filter =
+        json!({"filter": {"conditions": [{"field": "Name", "op": "contains", "value": "keep"}]}});
     app.pg
         .batch_execute(&format!(
             "BEGIN; LOCK TABLE {connector} IN ACCESS EXCLUSIVE MODE"

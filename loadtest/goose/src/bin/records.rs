@@ -242,7 +242,10 @@ async fn main() -> Result<(), GooseError> {
         };
         Target {
             kind,
-            url: format!("{base}/api/tables/{}/records?page_size=100{suffix}", fx.table_id),
+            url: format!(
+                "{base}/api/tables/{}/records?page_size=100{suffix}",
+                fx.table_id
+            ),
             principal,
             stats: Stats::default(),
         }
@@ -293,8 +296,7 @@ async fn main() -> Result<(), GooseError> {
                 } else {
                     interleaved::Path::Direct
                 };
-                interleaved::time_on(path, Duration::from_secs_f64(measured), s.slice)
-                    .as_secs_f64()
+                interleaved::time_on(path, Duration::from_secs_f64(measured), s.slice).as_secs_f64()
             }
         };
         let sum = t.stats.summary(t.kind, path_secs);
