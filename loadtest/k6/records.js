@@ -23,6 +23,7 @@ import { check } from 'k6';
 import { Counter, Rate, Trend } from 'k6/metrics';
 import crypto from 'k6/crypto';
 import encoding from 'k6/encoding';
+import { pathOf, seconds } from './interleave.js';
 
 const ROUTER_URL = (__ENV.ROUTER_URL || 'http://127.0.0.1:8080').replace(/\/$/, '');
 const SECRET = __ENV.CLUSTER_SECRET || '';
@@ -78,20 +79,6 @@ const QUERIES = {
   filter_sort: `filter=${filter}&sort=-Score`,
 };
 const records = (kind) => `${kind === 'direct' ? fx.shard_url : ROUTER_URL}/api/tables/${fx.table_id}/records`;
-
-// '30s', '2m' or '1m30s' in seconds.
-function seconds(text) {
-  let total = 0;
-  for (const [, n, unit] of text.matchAll(/([\d.]+)(h|m|s)/g)) total += parseFloat(n) * { h: 3600, m: 60, s: 1 }[unit];
-  return total;
-}
-
-// The path of slice i: router, direct, direct, router, then the mirror image.
-function pathOf(i) {
-  const routerFirst = Math.floor(i / 4) % 2 === 0;
-  const outer = i % 4 === 0 || i % 4 === 3;
-  return outer === routerFirst ? 'router' : 'direct';
-}
 
 export function setup() {
   if (!QUERY.endsWith('deep') && QUERY !== 'deep') return { bookmark: null, t0: Date.now() };

@@ -35,6 +35,7 @@ import { check, sleep } from 'k6';
 import crypto from 'k6/crypto';
 import encoding from 'k6/encoding';
 import exec from 'k6/execution';
+import { pathOf, seconds } from './interleave.js';
 
 const MODE = __ENV.MODE || 'compare';
 const ROUTER_URL = (__ENV.ROUTER_URL || 'http://127.0.0.1:8080').replace(/\/$/, '');
@@ -166,13 +167,6 @@ function signedHeaders(p) {
   return { 'x-cluster-principal': p.principal, 'x-cluster-timestamp': ts, 'x-cluster-signature': sig };
 }
 
-// The path of slice i: router, direct, direct, router, then the mirror image.
-function pathOf(i) {
-  const routerFirst = Math.floor(i / 4) % 2 === 0;
-  const outer = i % 4 === 0 || i % 4 === 3;
-  return outer === routerFirst ? 'router' : 'direct';
-}
-
 export function interleaved(data) {
   if (pathOf(Math.floor((Date.now() - data.t0) / SLICE_MS)) === 'router') viaRouter();
   else direct();
@@ -199,13 +193,6 @@ function val(data, metric, stat) {
 
 function fmt(v, digits) {
   return v === null || v === undefined ? '-' : v.toFixed(digits);
-}
-
-// '30s', '2m' or '1m30s' in seconds.
-function seconds(text) {
-  let total = 0;
-  for (const [, n, unit] of text.matchAll(/([\d.]+)(h|m|s)/g)) total += parseFloat(n) * { h: 3600, m: 60, s: 1 }[unit];
-  return total;
 }
 
 export function handleSummary(data) {

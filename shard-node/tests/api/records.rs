@@ -191,6 +191,39 @@ async fn write_and_read_every_shape() {
     assert_eq!(r.body["record"]["fields"]["Score"], json!(9));
 }
 
+/// The text of the statement waiting for a lock on `relation`, polled for
+/// up to 10 s until it contains `marker`; the last text seen otherwise.
+/// (An activity's text is copied a moment before its wait is read, so the
+/// text of the waiter's previous statement may show once.) `pg` may be in
+/// a transaction: the activity snapshot is cleared before each look.
+async fn statement_waiting_on(
+    pg: &tokio_postgres::Client,
+    relation: &str,
+    marker: &str,
+) -> Option<String> {
+    let sql = format!(
+        "SELECT a.query FROM pg_locks l JOIN pg_stat_activity a USING (pid) \
+         WHERE l.relation = '{}'::regclass AND NOT l.granted",
+        relation.replace('\'', "''")
+    );
+    let mut seen = None;
+    for _ in 0..400 {
+        pg.batch_execute("SELECT pg_stat_clear_snapshot()")
+            .await
+            .unwrap();
+        if let Some(r) = pg.query(&sql, &[]).await.unwrap().first() {
+            let query: String = r.get(0);
+            let found = query.contains(marker);
+            seen = Some(query);
+            if found {
+                break;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    seen
+}
+
 /// A filtered page is read in two statements (`PageQuery::read_in_two`);
 /// when a row of the page changes between them, the page is read again in
 /// one statement, whole and current. The cells statement is held on a lock
@@ -260,34 +293,10 @@ async fn a_row_changed_between_the_two_statements_of_a_filtered_page_is_read_aga
         .await
         .unwrap();
     let writer = async {
-        // Wait until the page's cells statement (the one reading by
-        // `unnest` of the first one's rows) waits for the lock, then
-        // change a row the first statement read and let the page go on.
-        // (The activity's text is copied a moment before its wait is read,
-        // so the first statement's text may show once; the first
-        // statement itself never reads the connector.)
-        let waiting_sql = format!(
-            "SELECT a.query FROM pg_locks l JOIN pg_stat_activity a USING (pid) \
-             WHERE l.relation = '{}'::regclass AND NOT l.granted",
-            connector.replace('\'', "''")
-        );
-        let mut waiting = None;
-        for _ in 0..400 {
-            app.pg
-                .batch_execute("SELECT pg_stat_clear_snapshot()")
-                .await
-                .unwrap();
-            let rows = app.pg.query(&waiting_sql, &[]).await.unwrap();
-            if let Some(r) = rows.first() {
-                let query: String = r.get(0);
-                let cells = query.contains("unnest(");
-                waiting = Some(query);
-                if cells {
-                    break;
-                }
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-        }
+        // Once the page's cells statement (the one reading by `unnest` of
+        // the first one's rows) waits for the lock, change a row the first
+        // statement read and let the page go on.
+        let waiting = statement_waiting_on(&app.pg, &connector, "unnest(").await;
         app.pg
             .execute(
                 &format!(
