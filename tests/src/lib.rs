@@ -341,9 +341,14 @@ pub async fn shard_postgres(shard_name: &str) -> tokio_postgres::Client {
         .iter()
         .find(|s| s.name == shard_name)
         .expect("shard registered");
-    let (client, conn) = tokio_postgres::connect(&shard.postgres, tokio_postgres::NoTls)
+    postgres_connect(&shard.postgres).await
+}
+
+/// Connects to PostgreSQL with `dsn` (e.g. one of the env file's DSNs).
+pub async fn postgres_connect(dsn: &str) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(dsn, tokio_postgres::NoTls)
         .await
-        .expect("shard postgres reachable");
+        .unwrap_or_else(|e| panic!("postgres reachable at {dsn}: {e}"));
     tokio::spawn(conn);
     client
 }
