@@ -1,6 +1,7 @@
 //! One test binary for the whole end-to-end suite (links once).
 
 mod auth;
+mod cross_tenant;
 mod databases;
 mod fields;
 mod fixtures;
