@@ -36,8 +36,11 @@ async fn lookup_condition_values_are_data_not_sql() {
         .field(&items, json!({"name": "Code", "type": "single_line_text"}))
         .await;
     let orders = d.table("Orders").await;
-    d.field(&orders, json!({"name": "Title", "type": "single_line_text"}))
-        .await;
+    d.field(
+        &orders,
+        json!({"name": "Title", "type": "single_line_text"}),
+    )
+    .await;
     let link = d
         .field(
             &orders,
@@ -61,7 +64,10 @@ async fn lookup_condition_values_are_data_not_sql() {
         )
         .await;
     let exact = exact.expect_ok()["field"].clone();
-    assert_eq!(exact["options"]["conditions"]["conditions"][1]["value"], DOLLAR);
+    assert_eq!(
+        exact["options"]["conditions"]["conditions"][1]["value"],
+        DOLLAR
+    );
     // The same values joined by `or`: each admits the record holding it.
     d.field(
         &orders,
@@ -89,18 +95,12 @@ async fn lookup_condition_values_are_data_not_sql() {
 
     let codes = [DOLLAR, SLEEP, CHR, SPLICED, "x", "other"];
     let made = d
-        .records(
-            &items,
-            codes.iter().map(|c| json!({ "Code": c })).collect(),
-        )
+        .records(&items, codes.iter().map(|c| json!({ "Code": c })).collect())
         .await;
     let lines: Vec<String> = made.iter().map(id).collect();
     // The write's reply carries every field, conditioned lookups too.
     let created = d
-        .records(
-            &orders,
-            vec![json!({"Title": "o", "Lines": lines.clone()})],
-        )
+        .records(&orders, vec![json!({"Title": "o", "Lines": lines.clone()})])
         .await;
     let order = id(&created[0]);
 
@@ -148,4 +148,74 @@ async fn lookup_condition_values_are_data_not_sql() {
         .expect_ok();
     let trash = api.get(&format!("/api/tables/{orders}/trash")).await;
     check(&trash.expect_ok()["records"][0], "trash");
+}
+
+/// NUL cannot be stored in PostgreSQL text: a value holding one is refused
+/// with a 400 naming where it is (or, for an id or a view reference, is
+/// simply not found), never sent to PostgreSQL (a 500).
+#[tokio::test]
+async fn nul_in_values_is_refused_not_a_500() {
+    let d = Db::new().await;
+    let items = d.table("Items").await;
+    let code = d
+        .field(&items, json!({"name": "Code", "type": "single_line_text"}))
+        .await;
+    let link = d
+        .field(
+            &items,
+            json!({"name": "Parent", "type": "link", "options": {"target_table_id": items}}),
+        )
+        .await;
+    let made = d.records(&items, vec![json!({"Code": "a"})]).await;
+    let rec = id(&made[0]);
+    let api = &d.owner.api;
+    let records = format!("/api/tables/{items}/records");
+    let nul = "a\u{0}b";
+
+    // A lookup's conditions.
+    let r = d
+        .create(
+            &items,
+            json!({"name": "L", "type": "lookup", "options": {
+                "link_field_id": id(&link), "target_field_id": id(&code),
+                "conditions": {"conditions": [is("Code", nul)]}}}),
+        )
+        .await;
+    let msg = r.expect_error(400, "bad_request");
+    assert!(msg.contains("NUL"), "{msg}");
+    // A filter value, in the body and in the query string.
+    let body = json!({"filter": {"conditions": [is("Code", nul)]}});
+    let msg = api
+        .post(&format!("{records}/list"), body)
+        .await
+        .expect_error(400, "bad_request");
+    assert!(msg.contains("NUL"), "{msg}");
+    let q = "filter=%7B%22conditions%22%3A%5B%7B%22field%22%3A%22Code%22%2C%22op%22%3A%22is%22%2C%22value%22%3A%22a%5Cu0000b%22%7D%5D%7D";
+    api.get(&format!("{records}?{q}"))
+        .await
+        .expect_error(400, "bad_request");
+    // The search term.
+    let msg = api
+        .get(&format!("{records}?search=a%00b"))
+        .await
+        .expect_error(400, "bad_request");
+    assert!(msg.contains("search"), "{msg}");
+    // A cell.
+    let body = json!({"records": [{"fields": {"Code": nul}}]});
+    let msg = api
+        .post(&records, body)
+        .await
+        .expect_error(400, "bad_request");
+    assert!(msg.contains("Code"), "{msg}");
+    // A view reference and record ids: not found.
+    api.get(&format!("{records}?view=viw_%00"))
+        .await
+        .expect_error(404, "not_found");
+    api.get(&format!("{records}/rec_%00"))
+        .await
+        .expect_error(404, "not_found");
+    // Nothing was written.
+    let listed = api.get(&records).await;
+    assert_eq!(listed.expect_ok()["records"].as_array().unwrap().len(), 1);
+    assert_eq!(d.read(&items, &rec).await["fields"]["Code"], "a");
 }

@@ -351,7 +351,9 @@ pub async fn list(
         let view = match &p.view {
             None => None,
             Some(r) => {
-                let by_id = if r.starts_with("viw_") {
+                // An id is looked up in the catalog; PostgreSQL text cannot
+                // hold NUL, so such a reference can only be a name (none).
+                let by_id = if r.starts_with("viw_") && !r.contains('\0') {
                     views::get(&client, database_id, r).await?
                 } else {
                     None
@@ -408,6 +410,11 @@ pub async fn list(
         let mut params = filter_lang::Params::new(1);
         let where_sql = filter::compile(&flt, &fschema, &env, "r", &mut params);
         let search_sql = match p.search.as_deref().map(str::trim) {
+            Some(term) if term.contains('\0') => {
+                return Err(ApiError::bad_request(
+                    "search may not contain a NUL character.",
+                ))
+            }
             Some(term) if !term.is_empty() => {
                 let cols: Vec<String> = table
                     .fields

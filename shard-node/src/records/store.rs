@@ -5,8 +5,8 @@
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::GenericClient;
-use serde_json::Value;
 use filter_lang::SqlValue;
+use serde_json::Value;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::Row;
 

@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 
 use super::cells::read;
 use super::cells::write::{prepare, Prepared};
-use super::events::{self, RecordEvent};
 use super::cells::ReadSet;
+use super::events::{self, RecordEvent};
 use super::reply::{self, Shape};
 use super::store;
 use super::table::RecordTable;

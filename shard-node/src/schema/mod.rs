@@ -183,7 +183,6 @@ pub struct DatabaseSchema {
     filter_schemas: FilterSchemas,
 }
 
-
 impl DatabaseSchema {
     pub fn new(
         database_id: String,

@@ -323,7 +323,10 @@ pub fn read_field(
         Family::Button => ("NULL::jsonb".to_owned(), Post::Plain),
         Family::Select => (column_json(f, row), Post::Choices(choice_names(f))),
         Family::Link => {
-            let expr = match (link_join(schema, f, row, None, params), schema.link_target(f)) {
+            let expr = match (
+                link_join(schema, f, row, None, params),
+                schema.link_target(f),
+            ) {
                 (Some((from, c, t)), Some(target)) => format!(
                     "coalesce((SELECT jsonb_agg(jsonb_build_object('id', {t}.id, 'display', {d}) \
                      ORDER BY {c}.position) {from}), '[]'::jsonb)",

@@ -74,11 +74,29 @@ fn fixture(conditions: Option<Value>) -> DatabaseSchema {
         "Items",
         "fld_Code00000001",
         vec![
-            field(ITEMS, "fld_Code00000001", "Code", Costume::SingleLineText, json!({})),
-            field(ITEMS, "fld_Amount000001", "Amount", Costume::Number, json!({})),
-            field(ITEMS, "fld_Back00000001", "Orders", Costume::Link, json!({
+            field(
+                ITEMS,
+                "fld_Code00000001",
+                "Code",
+                Costume::SingleLineText,
+                json!({}),
+            ),
+            field(
+                ITEMS,
+                "fld_Amount000001",
+                "Amount",
+                Costume::Number,
+                json!({}),
+            ),
+            field(
+                ITEMS,
+                "fld_Back00000001",
+                "Orders",
+                Costume::Link,
+                json!({
                 "target_table_id": ORDERS, "direction": "reverse",
-                "pair_field_id": "fld_Lines0000001"})),
+                "pair_field_id": "fld_Lines0000001"}),
+            ),
         ],
     );
     let cond = conditions.unwrap_or(Value::Null);
@@ -87,34 +105,109 @@ fn fixture(conditions: Option<Value>) -> DatabaseSchema {
         "Orders",
         "fld_Title0000001",
         vec![
-            field(ORDERS, "fld_Title0000001", "Title", Costume::SingleLineText, json!({})),
-            field(ORDERS, "fld_Price0000001", "Price", Costume::Currency, json!({})),
+            field(
+                ORDERS,
+                "fld_Title0000001",
+                "Title",
+                Costume::SingleLineText,
+                json!({}),
+            ),
+            field(
+                ORDERS,
+                "fld_Price0000001",
+                "Price",
+                Costume::Currency,
+                json!({}),
+            ),
             field(ORDERS, "fld_Due000000001", "Due", Costume::Date, json!({})),
-            field(ORDERS, "fld_At0000000001", "At", Costume::Date, json!({"include_time": true})),
-            field(ORDERS, "fld_Done00000001", "Done", Costume::Checkbox, json!({})),
-            field(ORDERS, "fld_Stage0000001", "Stage", Costume::SingleSelect,
-                json!({"choices": [{"id": "cho_a", "name": "A"}]})),
-            field(ORDERS, "fld_Tags00000001", "Tags", Costume::MultiSelect,
-                json!({"choices": [{"id": "cho_t", "name": "T"}]})),
-            field(ORDERS, "fld_Files0000001", "Files", Costume::Attachment, json!({})),
-            field(ORDERS, "fld_Lines0000001", "Lines", Costume::Link,
-                json!({"target_table_id": ITEMS, "pair_field_id": "fld_Back00000001"})),
-            field(ORDERS, "fld_LkCode000001", "Codes", Costume::LookupText,
-                json!({"link_field_id": "fld_Lines0000001", "target_field_id": "fld_Code00000001"})),
-            field(ORDERS, "fld_LkCond000001", "Some codes", Costume::LookupText,
+            field(
+                ORDERS,
+                "fld_At0000000001",
+                "At",
+                Costume::Date,
+                json!({"include_time": true}),
+            ),
+            field(
+                ORDERS,
+                "fld_Done00000001",
+                "Done",
+                Costume::Checkbox,
+                json!({}),
+            ),
+            field(
+                ORDERS,
+                "fld_Stage0000001",
+                "Stage",
+                Costume::SingleSelect,
+                json!({"choices": [{"id": "cho_a", "name": "A"}]}),
+            ),
+            field(
+                ORDERS,
+                "fld_Tags00000001",
+                "Tags",
+                Costume::MultiSelect,
+                json!({"choices": [{"id": "cho_t", "name": "T"}]}),
+            ),
+            field(
+                ORDERS,
+                "fld_Files0000001",
+                "Files",
+                Costume::Attachment,
+                json!({}),
+            ),
+            field(
+                ORDERS,
+                "fld_Lines0000001",
+                "Lines",
+                Costume::Link,
+                json!({"target_table_id": ITEMS, "pair_field_id": "fld_Back00000001"}),
+            ),
+            field(
+                ORDERS,
+                "fld_LkCode000001",
+                "Codes",
+                Costume::LookupText,
+                json!({"link_field_id": "fld_Lines0000001", "target_field_id": "fld_Code00000001"}),
+            ),
+            field(
+                ORDERS,
+                "fld_LkCond000001",
+                "Some codes",
+                Costume::LookupText,
                 json!({"link_field_id": "fld_Lines0000001", "target_field_id": "fld_Code00000001",
-                       "conditions": cond})),
-            field(ORDERS, "fld_RuSum0000001", "Total", Costume::RollupNumber,
+                       "conditions": cond}),
+            ),
+            field(
+                ORDERS,
+                "fld_RuSum0000001",
+                "Total",
+                Costume::RollupNumber,
                 json!({"link_field_id": "fld_Lines0000001", "target_field_id": "fld_Amount000001",
-                       "aggregation": "sum"})),
-            field(ORDERS, "fld_RuCond000001", "Some count", Costume::RollupNumber,
+                       "aggregation": "sum"}),
+            ),
+            field(
+                ORDERS,
+                "fld_RuCond000001",
+                "Some count",
+                Costume::RollupNumber,
                 json!({"link_field_id": "fld_Lines0000001", "aggregation": "count",
-                       "conditions": cond})),
-            field(ORDERS, "fld_Twice0000001", "Twice", Costume::FormulaNumber,
-                json!({"expression": "{Price} * 2"})),
+                       "conditions": cond}),
+            ),
+            field(
+                ORDERS,
+                "fld_Twice0000001",
+                "Twice",
+                Costume::FormulaNumber,
+                json!({"expression": "{Price} * 2"}),
+            ),
         ],
     );
-    DatabaseSchema::new(DB.to_owned(), 1, "Europe/Paris".to_owned(), vec![items, orders])
+    DatabaseSchema::new(
+        DB.to_owned(),
+        1,
+        "Europe/Paris".to_owned(),
+        vec![items, orders],
+    )
 }
 
 /// Every statement text a read of Orders makes from its read expressions.
@@ -204,20 +297,44 @@ fn filter_schemas_are_built_once_per_level() {
     const N: usize = 30;
     let id = |i: usize| format!("fld_Look{i:08}");
     let mut fields = vec![
-        field(ITEMS, "fld_Code00000001", "Code", Costume::SingleLineText, json!({})),
-        field(ITEMS, "fld_Self00000001", "Parent", Costume::Link, json!({
-            "target_table_id": ITEMS, "pair_field_id": "fld_Self00000002"})),
-        field(ITEMS, "fld_Self00000002", "Children", Costume::Link, json!({
+        field(
+            ITEMS,
+            "fld_Code00000001",
+            "Code",
+            Costume::SingleLineText,
+            json!({}),
+        ),
+        field(
+            ITEMS,
+            "fld_Self00000001",
+            "Parent",
+            Costume::Link,
+            json!({
+            "target_table_id": ITEMS, "pair_field_id": "fld_Self00000002"}),
+        ),
+        field(
+            ITEMS,
+            "fld_Self00000002",
+            "Children",
+            Costume::Link,
+            json!({
             "target_table_id": ITEMS, "direction": "reverse",
-            "pair_field_id": "fld_Self00000001"})),
+            "pair_field_id": "fld_Self00000001"}),
+        ),
     ];
     for i in 0..N {
         let other = id((i + 1) % N);
-        fields.push(field(ITEMS, &id(i), &format!("L{i}"), Costume::LookupText, json!({
+        fields.push(field(
+            ITEMS,
+            &id(i),
+            &format!("L{i}"),
+            Costume::LookupText,
+            json!({
             "link_field_id": "fld_Self00000001", "target_field_id": "fld_Code00000001",
             "conditions": {"join": "or", "conditions": [
                 {"field": "Code", "op": "contains", "value": format!("v{i}")},
-                {"field": other, "op": "is", "value": "x"}]}})));
+                {"field": other, "op": "is", "value": "x"}]}}),
+        ));
     }
     let schema = DatabaseSchema::new(
         DB.to_owned(),
