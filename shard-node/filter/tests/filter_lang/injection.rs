@@ -9,6 +9,7 @@
 
 use filter_lang::*;
 use proptest::prelude::*;
+use proptest::strategy::ValueTree;
 use serde_json::{json, Value};
 use tokio_postgres::Client;
 
@@ -204,10 +205,7 @@ async fn round_trips(c: &Client) {
     )
     .await
     .expect("create tables");
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 24,
-        ..ProptestConfig::default()
-    });
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
     let mut values: Vec<String> = Vec::new();
     for _ in 0..24 {
         let tree = nasty().new_tree(&mut runner).expect("value");
