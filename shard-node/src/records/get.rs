@@ -38,8 +38,14 @@ pub async fn handler(
             let rt = RecordTable::load(&client, &database_id, &id).await?;
             let table = schema.table(&id).ok_or(ApiError::NotFound)?;
             let read = read::read_set(&schema, table, None);
-            let rows =
-                store::by_ids(&client, &rt, &read.exprs(), &read.values, &[rid.clone()]).await?;
+            let rows = store::by_ids(
+                &client,
+                &rt,
+                &read.exprs(),
+                &read.values,
+                std::slice::from_ref(&rid),
+            )
+            .await?;
             let fields = read.fields;
             let rec = rows
                 .into_iter()

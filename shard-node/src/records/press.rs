@@ -67,11 +67,17 @@ pub async fn handler(
             let (ids, _) = placeholders(table, template);
             let read = read::read_set(&schema, table, Some(&ids));
             let fields = &read.fields;
-            let rec = store::by_ids(&client, &rt, &read.exprs(), &read.values, &[rid.clone()])
-                .await?
-                .into_iter()
-                .find(|r| r.deleted_at.is_none())
-                .ok_or(ApiError::NotFound)?;
+            let rec = store::by_ids(
+                &client,
+                &rt,
+                &read.exprs(),
+                &read.values,
+                std::slice::from_ref(&rid),
+            )
+            .await?
+            .into_iter()
+            .find(|r| r.deleted_at.is_none())
+            .ok_or(ApiError::NotFound)?;
             let shape = Shape {
                 key_by_id: true,
                 ..Shape::default()
