@@ -218,6 +218,20 @@ pub fn same_versions(rows: &[Row], expected: usize) -> Result<bool, tokio_postgr
     Ok(true)
 }
 
+/// The ids a record could have: one holding NUL (which PostgreSQL text
+/// cannot hold, and a query would fail on) names no record, so it is left
+/// out, and the caller answers as for any unknown id.
+fn storable(ids: &[String]) -> std::borrow::Cow<'_, [String]> {
+    if ids.iter().any(|id| id.contains('\0')) {
+        ids.iter()
+            .filter(|id| !id.contains('\0'))
+            .cloned()
+            .collect()
+    } else {
+        std::borrow::Cow::Borrowed(ids)
+    }
+}
+
 /// Records among `ids` (live or trashed), in the order of `ids`.
 /// `values` are those the read expressions bind (`ReadSet::values`).
 pub async fn by_ids(
@@ -227,6 +241,7 @@ pub async fn by_ids(
     values: &[SqlValue],
     ids: &[String],
 ) -> Result<Vec<StoredRecord>, tokio_postgres::Error> {
+    let ids = &storable(ids)[..];
     let n = values.len() + 1;
     let sql = format!(
         "SELECT {} FROM {} AS r WHERE r.id = ANY(${n}::text[])",
@@ -255,6 +270,7 @@ pub async fn states(
     ids: &[String],
     lock: bool,
 ) -> Result<Vec<(String, Option<String>, bool)>, tokio_postgres::Error> {
+    let ids = &storable(ids)[..];
     let sql = format!(
         "SELECT id, created_by, deleted_at IS NOT NULL FROM {} WHERE id = ANY($1::text[]) ORDER BY id{}",
         t.qualified,
