@@ -12,6 +12,7 @@ mod records_links;
 mod records_upsert_race;
 mod roles;
 mod routing;
+mod security_injection;
 mod security_privilege;
 mod shard_direct;
 mod tables;

@@ -1,6 +1,8 @@
 //! What the caller tells the compiler about one table: its fields, how each
 //! is stored, and the request's clock. Plain data; build it from the catalog.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
@@ -44,9 +46,12 @@ pub enum Aggregation {
 /// A lookup's or rollup's `conditions`: a filter over the linked table.
 /// Only the linked live records it admits count, in a cell as in a filter.
 /// `schema` describes the linked table; the filter was parsed against it.
+/// It is shared (`Arc`): every conditioned lookup of a table onto the same
+/// linked table carries the same schema, built once (a schema holding
+/// copies would grow with the product of the lookups at each level).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Conditions {
-    pub schema: Schema,
+    pub schema: Arc<Schema>,
     pub filter: Filter,
 }
 

@@ -37,9 +37,16 @@ pub async fn handler(
                 .await?;
             let rt = RecordTable::load(&client, &database_id, &id).await?;
             let table = schema.table(&id).ok_or(ApiError::NotFound)?;
-            let fields = read::read_set(&schema, table, None);
-            let exprs: Vec<String> = fields.iter().map(|f| f.expr.clone()).collect();
-            let rows = store::by_ids(&client, &rt, &exprs, &[], &[rid.clone()]).await?;
+            let read = read::read_set(&schema, table, None);
+            let rows = store::by_ids(
+                &client,
+                &rt,
+                &read.exprs(),
+                &read.values,
+                std::slice::from_ref(&rid),
+            )
+            .await?;
+            let fields = read.fields;
             let rec = rows
                 .into_iter()
                 .find(|r| r.deleted_at.is_none())

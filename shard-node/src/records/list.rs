@@ -8,6 +8,8 @@ use axum::extract::{Path, Query, State};
 use filter_lang::{filter, parse_sort, Bookmark, FieldKey, Sort, SqlValue};
 use serde_json::{Map, Value};
 use tokio_postgres::types::{ToSql, Type};
+
+use super::store::bind;
 use tokio_postgres::Row;
 
 use super::cells::read;
@@ -139,37 +141,45 @@ pub async fn post_handler(
     list(&state, &access, &id, params).await
 }
 
-/// Binds filter-lang's values as the types its placeholders cast from,
-/// with those types (for statements sent unprepared).
-pub fn bind(values: &[SqlValue]) -> Vec<(Box<dyn ToSql + Sync + Send>, Type)> {
-    values
-        .iter()
-        .map(|v| -> (Box<dyn ToSql + Sync + Send>, Type) {
-            match v {
-                SqlValue::Text(s) | SqlValue::Numeric(s) => (Box::new(s.clone()), Type::TEXT),
-                SqlValue::TextArray(a) => (Box::new(a.clone()), Type::TEXT_ARRAY),
-                SqlValue::Bool(b) => (Box::new(*b), Type::BOOL),
-                SqlValue::Int(i) => (Box::new(*i), Type::INT8),
-                SqlValue::Date(d) => (Box::new(*d), Type::DATE),
-                SqlValue::Timestamp(t) => (Box::new(*t), Type::TIMESTAMPTZ),
-            }
-        })
-        .collect()
+/// The read expressions of a page's cells and the values they bind.
+struct Cells {
+    exprs: Vec<String>,
+    joins: Vec<read::PageJoin>,
+    /// Bound after the statement's other parameters.
+    values: Vec<SqlValue>,
+}
+
+impl Cells {
+    /// The cells of `fields` and `joins` (`read::page_set`) and the values
+    /// their expressions bind.
+    fn new(
+        fields: &[super::reply::ReadField],
+        joins: Vec<read::PageJoin>,
+        values: Vec<SqlValue>,
+    ) -> Cells {
+        Cells {
+            exprs: fields.iter().map(|f| f.expr.clone()).collect(),
+            joins,
+            values,
+        }
+    }
 }
 
 /// One page's statement parts, read in one statement or in two.
 struct PageQuery<'a> {
     table: &'a str,
-    exprs: &'a [String],
+    /// The cells as the one-statement page selects them (their values
+    /// numbered after `values`).
+    cells: &'a Cells,
     /// Result columns the cells take (`page::cell_columns`): the bookmark
     /// keys of a one-statement page follow them.
     cell_columns: usize,
-    joins: &'a [read::PageJoin],
     conditions: &'a str,
     resume: Option<&'a filter_lang::Resume>,
     plan: &'a filter_lang::SortPlan,
     /// `take + 1`: a row past the page says there is a next one.
     limit: &'a str,
+    /// The values of the conditions, sort and keyset (`$1`, ...).
     values: &'a [SqlValue],
     take: usize,
     /// The ordering's fingerprint a bookmark carries.
@@ -203,14 +213,15 @@ impl PageQuery<'_> {
     async fn read_in_one(&self, client: &deadpool_postgres::Object) -> ApiResult<PageRows> {
         let sql = store::page_sql(
             self.table,
-            self.exprs,
-            self.joins,
+            &self.cells.exprs,
+            &self.cells.joins,
             self.conditions,
             self.resume,
             self.plan,
             self.limit,
         );
-        let bound = bind(self.values);
+        let mut bound = bind(self.values);
+        bound.extend(bind(&self.cells.values));
         let refs: Vec<&(dyn ToSql + Sync)> = bound
             .iter()
             .map(|(b, _)| b.as_ref() as &(dyn ToSql + Sync))
@@ -223,9 +234,14 @@ impl PageQuery<'_> {
 
     /// The page in two statements: its rows planned for these values
     /// (`store::page_ids_sql`, unprepared, one round trip), then their
-    /// cells under one kept plan (`store::page_cells_sql`). `None` when a
-    /// row changed between the two (the caller reads in one statement).
-    async fn read_in_two(&self, client: &deadpool_postgres::Object) -> ApiResult<Option<PageRows>> {
+    /// cells under one kept plan (`store::page_cells_sql`; `cells` numbers
+    /// its values from `$4`). `None` when a row changed between the two
+    /// (the caller reads in one statement).
+    async fn read_in_two(
+        &self,
+        client: &deadpool_postgres::Object,
+        cells: &Cells,
+    ) -> ApiResult<Option<PageRows>> {
         let sql = store::page_ids_sql(
             self.table,
             self.conditions,
@@ -248,9 +264,12 @@ impl PageQuery<'_> {
             on_page.iter().map(|r| r.try_get::<_, &str>(i)).collect()
         };
         let (ids, tids, xmins) = (column(0)?, column(1)?, column(2)?);
-        let cells = store::page_cells_sql(self.table, self.exprs, self.joins);
-        let statement = client.prepare_cached(&cells).await?;
-        let rows = client.query(&statement, &[&ids, &tids, &xmins]).await?;
+        let sql = store::page_cells_sql(self.table, &cells.exprs, &cells.joins);
+        let statement = client.prepare_cached(&sql).await?;
+        let bound = bind(&cells.values);
+        let mut refs: Vec<&(dyn ToSql + Sync)> = vec![&ids, &tids, &xmins];
+        refs.extend(bound.iter().map(|(b, _)| b.as_ref() as &(dyn ToSql + Sync)));
+        let rows = client.query(&statement, &refs).await?;
         Ok(store::same_versions(&rows, on_page.len())?.then_some((rows, bookmark)))
     }
 }
@@ -332,7 +351,9 @@ pub async fn list(
         let view = match &p.view {
             None => None,
             Some(r) => {
-                let by_id = if r.starts_with("viw_") {
+                // An id is looked up in the catalog; PostgreSQL text cannot
+                // hold NUL, so such a reference can only be a name (none).
+                let by_id = if r.starts_with("viw_") && !r.contains('\0') {
                     views::get(&client, database_id, r).await?
                 } else {
                     None
@@ -386,11 +407,14 @@ pub async fn list(
             (None, Some(v)) => Some(view_columns(v, table)),
             (None, None) => None,
         };
-        let (read_fields, joins) = read::page_set(&schema, table, carried.as_deref());
-
         let mut params = filter_lang::Params::new(1);
         let where_sql = filter::compile(&flt, &fschema, &env, "r", &mut params);
         let search_sql = match p.search.as_deref().map(str::trim) {
+            Some(term) if term.contains('\0') => {
+                return Err(ApiError::bad_request(
+                    "search may not contain a NUL character.",
+                ))
+            }
             Some(term) if !term.is_empty() => {
                 let cols: Vec<String> = table
                     .fields
@@ -424,7 +448,13 @@ pub async fn list(
             }
             None => None,
         };
-        let exprs: Vec<String> = read_fields.iter().map(|f| f.expr.clone()).collect();
+        // The cells' own values (conditions of lookups and rollups) are
+        // numbered after those of the conditions, sort and keyset: a page
+        // without them reads exactly as before.
+        let mut read_params = filter_lang::Params::new(params.next_index());
+        let (read_fields, joins) =
+            read::page_set(&schema, table, carried.as_deref(), &mut read_params);
+        let cells = Cells::new(&read_fields, joins, read_params.into_values());
         // A validated whole number, inlined so a cached plan knows it.
         let limit = (p.page_size + 1).to_string();
         // page_size is 1..=1000 (validated).
@@ -438,9 +468,8 @@ pub async fn list(
         }
         let page = PageQuery {
             table: &rt.qualified,
-            exprs: &exprs,
+            cells: &cells,
             cell_columns: page::cell_columns(&read_fields),
-            joins: &joins,
             conditions: &conditions,
             resume: resume.as_ref(),
             plan: &plan,
@@ -450,7 +479,16 @@ pub async fn list(
             order,
         };
         let split = match planned_per_call {
-            true => page.read_in_two(&client).await?,
+            // The second statement's cells number their values from `$4`
+            // (after its three arrays).
+            true if cells.values.is_empty() => page.read_in_two(&client, &cells).await?,
+            true => {
+                let mut from_four = filter_lang::Params::new(4);
+                let (fields, joins) =
+                    read::page_set(&schema, table, carried.as_deref(), &mut from_four);
+                let own = Cells::new(&fields, joins, from_four.into_values());
+                page.read_in_two(&client, &own).await?
+            }
             false => None,
         };
         let (rows, bookmark) = match split {

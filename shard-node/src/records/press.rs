@@ -65,18 +65,24 @@ pub async fn handler(
             }
             let template = button.option_str("url_template").unwrap_or_default();
             let (ids, _) = placeholders(table, template);
-            let fields = read::read_set(&schema, table, Some(&ids));
-            let exprs: Vec<String> = fields.iter().map(|f| f.expr.clone()).collect();
-            let rec = store::by_ids(&client, &rt, &exprs, &[], &[rid.clone()])
-                .await?
-                .into_iter()
-                .find(|r| r.deleted_at.is_none())
-                .ok_or(ApiError::NotFound)?;
+            let read = read::read_set(&schema, table, Some(&ids));
+            let fields = &read.fields;
+            let rec = store::by_ids(
+                &client,
+                &rt,
+                &read.exprs(),
+                &read.values,
+                std::slice::from_ref(&rid),
+            )
+            .await?
+            .into_iter()
+            .find(|r| r.deleted_at.is_none())
+            .ok_or(ApiError::NotFound)?;
             let shape = Shape {
                 key_by_id: true,
                 ..Shape::default()
             };
-            let cells = reply::record_json(rec, &fields, shape, &[]);
+            let cells = reply::record_json(rec, fields, shape, &[]);
             let url = fill(table, template, &cells["fields"]);
             Ok(json!({"action": "link", "url": url}))
         })

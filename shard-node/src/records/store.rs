@@ -5,8 +5,9 @@
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::GenericClient;
+use filter_lang::SqlValue;
 use serde_json::Value;
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::Row;
 
 use super::cells::read::PageJoin;
@@ -30,6 +31,24 @@ pub struct StoredRecord {
 
 const BASE: &str = "r.id, r.created_at, r.updated_at, r.created_by, r.deleted_at";
 const BASE_COUNT: usize = 5;
+
+/// Binds filter-lang's values as the types its placeholders cast from,
+/// with those types (for statements sent unprepared).
+pub fn bind(values: &[SqlValue]) -> Vec<(Box<dyn ToSql + Sync + Send>, Type)> {
+    values
+        .iter()
+        .map(|v| -> (Box<dyn ToSql + Sync + Send>, Type) {
+            match v {
+                SqlValue::Text(s) | SqlValue::Numeric(s) => (Box::new(s.clone()), Type::TEXT),
+                SqlValue::TextArray(a) => (Box::new(a.clone()), Type::TEXT_ARRAY),
+                SqlValue::Bool(b) => (Box::new(*b), Type::BOOL),
+                SqlValue::Int(i) => (Box::new(*i), Type::INT8),
+                SqlValue::Date(d) => (Box::new(*d), Type::DATE),
+                SqlValue::Timestamp(t) => (Box::new(*t), Type::TIMESTAMPTZ),
+            }
+        })
+        .collect()
+}
 
 /// `SELECT` list: the internal columns, then each read expression.
 pub fn select_list(read_exprs: &[String]) -> String {
@@ -199,21 +218,41 @@ pub fn same_versions(rows: &[Row], expected: usize) -> Result<bool, tokio_postgr
     Ok(true)
 }
 
+/// The ids a record could have: one holding NUL (which PostgreSQL text
+/// cannot hold, and a query would fail on) names no record, so it is left
+/// out, and the caller answers as for any unknown id.
+fn storable(ids: &[String]) -> std::borrow::Cow<'_, [String]> {
+    if ids.iter().any(|id| id.contains('\0')) {
+        ids.iter()
+            .filter(|id| !id.contains('\0'))
+            .cloned()
+            .collect()
+    } else {
+        std::borrow::Cow::Borrowed(ids)
+    }
+}
+
 /// Records among `ids` (live or trashed), in the order of `ids`.
+/// `values` are those the read expressions bind (`ReadSet::values`).
 pub async fn by_ids(
     c: &impl GenericClient,
     t: &RecordTable,
     read_exprs: &[String],
-    params: &[&(dyn ToSql + Sync)],
+    values: &[SqlValue],
     ids: &[String],
 ) -> Result<Vec<StoredRecord>, tokio_postgres::Error> {
-    let n = params.len() + 1;
+    let ids = &storable(ids)[..];
+    let n = values.len() + 1;
     let sql = format!(
         "SELECT {} FROM {} AS r WHERE r.id = ANY(${n}::text[])",
         select_list(read_exprs),
         t.qualified
     );
-    let mut all: Vec<&(dyn ToSql + Sync)> = params.to_vec();
+    let bound = bind(values);
+    let mut all: Vec<&(dyn ToSql + Sync)> = bound
+        .iter()
+        .map(|(b, _)| b.as_ref() as &(dyn ToSql + Sync))
+        .collect();
     all.push(&ids);
     let rows = c.query(&sql, &all).await?;
     let mut found: Vec<StoredRecord> = rows
@@ -231,6 +270,7 @@ pub async fn states(
     ids: &[String],
     lock: bool,
 ) -> Result<Vec<(String, Option<String>, bool)>, tokio_postgres::Error> {
+    let ids = &storable(ids)[..];
     let sql = format!(
         "SELECT id, created_by, deleted_at IS NOT NULL FROM {} WHERE id = ANY($1::text[]) ORDER BY id{}",
         t.qualified,
@@ -307,15 +347,16 @@ pub async fn purge_expired(
 
 /// One page of the trash, newest first (`deleted_at` descending, then id),
 /// resuming strictly after `after` = (deleted_at, id); fetches `limit` rows.
+/// `values` are those the read expressions bind (`ReadSet::values`).
 pub async fn trash_page(
     c: &impl GenericClient,
     t: &RecordTable,
     read_exprs: &[String],
-    params: &[&(dyn ToSql + Sync)],
+    values: &[SqlValue],
     after: Option<(DateTime<Utc>, String)>,
     limit: i64,
 ) -> Result<Vec<StoredRecord>, tokio_postgres::Error> {
-    let n = params.len();
+    let n = values.len();
     let (at, id) = match &after {
         Some((at, id)) => (Some(*at), Some(id.clone())),
         None => (None, None),
@@ -333,7 +374,11 @@ pub async fn trash_page(
         b = n + 2,
         l = n + 3,
     );
-    let mut all: Vec<&(dyn ToSql + Sync)> = params.to_vec();
+    let bound = bind(values);
+    let mut all: Vec<&(dyn ToSql + Sync)> = bound
+        .iter()
+        .map(|(b, _)| b.as_ref() as &(dyn ToSql + Sync))
+        .collect();
     all.push(&at);
     all.push(&id);
     all.push(&limit);
@@ -401,19 +446,22 @@ pub async fn update_rows(
     rows: &Value,
 ) -> Result<u64, crate::error::ApiError> {
     let mut set = String::from("updated_at = now()");
-    for (id, _) in cols {
+    // Each field id is bound too ($2, $3, ...), never written into the text.
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![rows];
+    for (n, (id, _)) in cols.iter().enumerate() {
         let col = crate::tenant_schema::column(id)?;
-        // The id is [0-9A-Za-z_] only (checked by `column`): a safe literal.
         set.push_str(&format!(
-            ", {col} = CASE WHEN '{id}' = ANY(x.__keys) THEN x.{col} ELSE r.{col} END"
+            ", {col} = CASE WHEN ${}::text = ANY(x.__keys) THEN x.{col} ELSE r.{col} END",
+            n + 2
         ));
+        params.push(id);
     }
     let sql = format!(
         "UPDATE {} AS r SET {set} FROM jsonb_to_recordset($1::jsonb) AS x({}) WHERE r.id = x.id",
         t.qualified,
         recordset_columns(cols, ", __keys text[]")?
     );
-    c.execute(&sql, &[rows])
+    c.execute(&sql, &params)
         .await
         .map_err(crate::error::ApiError::from)
 }

@@ -288,7 +288,7 @@ async fn upsert_in(
         vec![("created", Value::Bool(created))]
     })
     .await?;
-    let mut out = reply::records_reply(records, &fields, shape);
+    let mut out = reply::records_reply(records, &fields.fields, shape);
     out.insert("created_records".into(), json!(created_ids));
     out.insert("updated_records".into(), json!(updated_ids));
     Ok(out)

@@ -11,8 +11,9 @@ use serde_json::{Map, Value};
 
 use super::cells::read;
 use super::cells::write::{prepare, Prepared};
+use super::cells::ReadSet;
 use super::events::{self, RecordEvent};
-use super::reply::{self, ReadField, Shape};
+use super::reply::{self, Shape};
 use super::store;
 use super::table::RecordTable;
 use crate::error::{ApiError, ApiResult};
@@ -75,7 +76,7 @@ impl Ctx {
     }
 
     /// Every field of the table, for replies (writes carry every field).
-    pub fn read_fields(&self) -> ApiResult<Vec<ReadField>> {
+    pub fn read_fields(&self) -> ApiResult<ReadSet> {
         Ok(read::read_set(&self.schema, self.table()?, None))
     }
 }
@@ -242,18 +243,17 @@ async fn write_links(
 pub async fn read_back(
     tx: &impl GenericClient,
     ctx: &Ctx,
-    fields: &[ReadField],
+    read: &ReadSet,
     ids: &[String],
     shape: Shape,
     extra: impl Fn(&str) -> Vec<(&'static str, Value)>,
 ) -> ApiResult<Vec<Value>> {
-    let exprs: Vec<String> = fields.iter().map(|f| f.expr.clone()).collect();
-    let rows = store::by_ids(tx, &ctx.record_table, &exprs, &[], ids).await?;
+    let rows = store::by_ids(tx, &ctx.record_table, &read.exprs(), &read.values, ids).await?;
     Ok(rows
         .into_iter()
         .map(|r| {
             let extras = extra(&r.id);
-            reply::record_json(r, fields, shape, &extras)
+            reply::record_json(r, &read.fields, shape, &extras)
         })
         .collect())
 }
@@ -281,5 +281,5 @@ pub async fn reply(
 ) -> ApiResult<Map<String, Value>> {
     let fields = ctx.read_fields()?;
     let records = read_back(tx, ctx, &fields, ids, shape, |_| Vec::new()).await?;
-    Ok(reply::records_reply(records, &fields, shape))
+    Ok(reply::records_reply(records, &fields.fields, shape))
 }

@@ -11,6 +11,7 @@
 
 pub mod cache;
 pub mod costume;
+mod filters;
 pub mod structural;
 
 use std::collections::HashMap;
@@ -20,6 +21,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 pub use costume::{Costume, Family, StorageKind};
+use filters::FilterSchemas;
 
 /// How many levels of lookup `conditions` naming lookups with conditions
 /// a filter schema follows.
@@ -167,7 +169,9 @@ pub struct TableJson {
     pub fields: Vec<Value>,
 }
 
-/// Every table of one database, at one `schema_version`.
+/// Every table of one database, at one `schema_version`. Not changed
+/// after [`DatabaseSchema::new`]: what is derived from it is kept with it
+/// (the filter schemas, built on first use).
 #[derive(Debug, Clone)]
 pub struct DatabaseSchema {
     pub database_id: String,
@@ -176,6 +180,7 @@ pub struct DatabaseSchema {
     /// In `position`, `created_at` order.
     pub tables: Vec<TableSchema>,
     by_id: HashMap<String, usize>,
+    filter_schemas: FilterSchemas,
 }
 
 impl DatabaseSchema {
@@ -196,6 +201,7 @@ impl DatabaseSchema {
             timezone,
             tables,
             by_id,
+            filter_schemas: FilterSchemas::default(),
         }
     }
 
@@ -333,57 +339,6 @@ impl DatabaseSchema {
             .iter()
             .map(|op| op.name())
             .collect()
-    }
-
-    /// The schema filters and sorts of `table` compile against. Lookups and
-    /// rollups carry their `conditions`, so a filter on one sees the linked
-    /// records its cell shows.
-    pub fn filter_schema(&self, table: &TableSchema) -> filter_lang::Schema {
-        self.filter_schema_at(table, 0)
-    }
-
-    /// `depth`: how many `conditions` deep this table is; conditions may
-    /// name lookups of the linked table, whose own conditions are attached
-    /// down to [`MAX_CONDITIONS_DEPTH`] (only a cycle of lookups goes that
-    /// far; past it they are left off).
-    fn filter_schema_at(&self, table: &TableSchema, depth: usize) -> filter_lang::Schema {
-        filter_lang::Schema::new(
-            table
-                .fields
-                .iter()
-                .map(|f| {
-                    let mut def = self.field_def(f);
-                    if depth < MAX_CONDITIONS_DEPTH {
-                        if let filter_lang::Storage::Lookup { conditions, .. }
-                        | filter_lang::Storage::Rollup { conditions, .. } = &mut def.storage
-                        {
-                            *conditions = self.conditions(f, depth);
-                        }
-                    }
-                    def
-                })
-                .collect(),
-        )
-    }
-
-    /// A lookup's or rollup's `conditions` parsed against its linked table.
-    /// Conditions that no longer parse (a field deleted since) are ignored,
-    /// with a warning, as the cell's read does.
-    fn conditions(&self, f: &FieldRow, depth: usize) -> Option<Box<filter_lang::Conditions>> {
-        let value = f.options.get("conditions").filter(|c| !c.is_null())?;
-        let (link, _) = self.rides(f)?;
-        let target = self.link_target(link)?;
-        let schema = self.filter_schema_at(target, depth + 1);
-        let env = filter_lang::Env::new(&self.timezone, Utc::now())
-            .or_else(|_| filter_lang::Env::new("UTC", Utc::now()))
-            .ok()?;
-        match filter_lang::filter::parse_value(value, &schema, &env) {
-            Ok(filter) => Some(Box::new(filter_lang::Conditions { schema, filter })),
-            Err(e) => {
-                tracing::warn!(field = %f.id, error = %e.message, "lookup/rollup conditions ignored");
-                None
-            }
-        }
     }
 
     /// The schema formulas of `table` compile against.

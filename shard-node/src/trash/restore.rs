@@ -40,7 +40,7 @@ pub async fn restore(
             .map_err(|e| cells::unique_violation(e.into(), table_schema))?;
         events::record_events(tx, &table, RecordEvent::Created, ids, ids.len()).await?;
         let read = cells::read_fields(tx, &table, None).await?;
-        let rows = store::by_ids(tx, &table, &read.exprs(), &[], ids).await?;
+        let rows = store::by_ids(tx, &table, &read.exprs(), &read.values, ids).await?;
         let shape = Shape::default();
         let records = rows
             .into_iter()

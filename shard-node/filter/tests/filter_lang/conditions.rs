@@ -55,7 +55,7 @@ pub fn others_schema(db_schema: &str) -> Schema {
                 target: Box::new(Storage::Text),
                 target_column: NAME.into(),
                 conditions: Some(Box::new(Conditions {
-                    schema: schema_in(db_schema),
+                    schema: std::sync::Arc::new(schema_in(db_schema)),
                     filter: done_only,
                 })),
             },
@@ -66,7 +66,10 @@ pub fn others_schema(db_schema: &str) -> Schema {
 fn conditions(db_schema: &str, v: serde_json::Value) -> Option<Box<Conditions>> {
     let schema = others_schema(db_schema);
     let filter = filter::parse_value(&v, &schema, &env()).unwrap();
-    Some(Box::new(Conditions { schema, filter }))
+    Some(Box::new(Conditions {
+        schema: std::sync::Arc::new(schema),
+        filter,
+    }))
 }
 
 /// The fixture table plus `Alpha Price` (lookup of Price over linked records

@@ -4,6 +4,7 @@
 mod common;
 mod compile_sql;
 mod conditions;
+mod injection;
 mod paging;
 mod parse_errors;
 mod postgres;

@@ -269,7 +269,7 @@ async fn fill(c: &Client, r: &mut Rng) -> (Vec<Rec>, Vec<Other>) {
 
 /// Run `body` against a fresh database, dropping it afterwards even if the
 /// body panics.
-async fn with_database<F, Fut>(body: F)
+pub async fn with_database<F, Fut>(body: F)
 where
     F: FnOnce(Client) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,

@@ -12,12 +12,12 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio_postgres::{Client, NoTls};
 
-fn url() -> String {
+pub fn url() -> String {
     std::env::var("TEST_POSTGRES_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
 }
 
-async fn connect(url: &str) -> Client {
+pub async fn connect(url: &str) -> Client {
     let (client, conn) = tokio_postgres::connect(url, NoTls)
         .await
         .expect("connect to TEST_POSTGRES_URL");

@@ -12,10 +12,14 @@ use super::reply::ReadField;
 use super::table::RecordTable;
 use crate::error::ApiResult;
 
-/// The fields a reply carries, in column order, with their read SQL.
+/// The fields a reply carries, in column order, with their read SQL and
+/// the values that SQL binds as `$1`, `$2`, ... (conditions of lookups and
+/// rollups): a statement selecting the expressions passes `values` first
+/// and numbers its own parameters after them.
 #[derive(Debug, Clone, Default)]
 pub struct ReadSet {
     pub fields: Vec<ReadField>,
+    pub values: Vec<filter_lang::SqlValue>,
 }
 
 impl ReadSet {
@@ -34,9 +38,7 @@ pub async fn read_fields(
     let t = schema
         .table(&table.table_id)
         .ok_or(crate::error::ApiError::NotFound)?;
-    Ok(ReadSet {
-        fields: read::read_set(&schema, t, only),
-    })
+    Ok(read::read_set(&schema, t, only))
 }
 
 /// A unique-index violation as the 400 naming the field by name (the

@@ -6,7 +6,10 @@
 
 use std::collections::HashMap;
 
+use filter_lang::Params;
+
 use super::wire::{self, Wire};
+use super::ReadSet;
 use crate::records::reply::{Post, ReadField};
 use crate::schema::{Costume, DatabaseSchema, Family, FieldRow, StorageKind, TableSchema};
 use crate::tenant_schema;
@@ -57,12 +60,15 @@ fn display_text(schema: &DatabaseSchema, target: &TableSchema, row: &str) -> Str
 }
 
 /// `FROM connector c JOIN target t ON ... WHERE c.own = r.id AND t live`,
-/// with the link's aliases; None when the link is broken.
+/// with the link's aliases, and `AND (conditions)` over the linked row when
+/// a lookup or rollup has them (their values pushed onto `params`); None
+/// when the link is broken.
 fn link_join(
     schema: &DatabaseSchema,
     link: &FieldRow,
     row: &str,
-    conditions: Option<&serde_json::Value>,
+    conditions: Option<&filter_lang::Conditions>,
+    params: &mut Params,
 ) -> Option<(String, String, String)> {
     let target = schema.link_target(link)?;
     let owner = link.connector_owner()?;
@@ -75,7 +81,7 @@ fn link_join(
         ("\"__rd_c2\"", "\"__rd_t2\"")
     };
     let only = conditions
-        .and_then(|cond| conditions_sql(schema, target, cond, t.trim_matches('"')))
+        .and_then(|cond| conditions_sql(schema, cond, t.trim_matches('"'), params))
         .map(|sql| format!(" AND ({sql})"))
         .unwrap_or_default();
     Some((
@@ -88,64 +94,27 @@ fn link_join(
     ))
 }
 
-/// A lookup's or rollup's `conditions` (a filter over the linked table) as
-/// SQL over the linked row `alias`, its values inlined as quoted literals
-/// (read expressions carry no parameters). A condition that no longer
-/// compiles (a field deleted since) is ignored, with a warning.
+/// A lookup's or rollup's parsed `conditions` (a filter over the linked
+/// table, [`DatabaseSchema::conditions_of`]) as SQL over the linked row
+/// `alias`. Its values are bound parameters pushed onto `params`, numbered
+/// after the statement's others: the SQL text depends only on the
+/// conditions' shape, never on a value.
 fn conditions_sql(
     schema: &DatabaseSchema,
-    target: &TableSchema,
-    conditions: &serde_json::Value,
+    conditions: &filter_lang::Conditions,
     alias: &str,
+    params: &mut Params,
 ) -> Option<String> {
-    if conditions.is_null() {
-        return None;
-    }
-    let fs = schema.filter_schema(target);
     let env = filter_lang::Env::new(&schema.timezone, chrono::Utc::now())
         .or_else(|_| filter_lang::Env::new("UTC", chrono::Utc::now()))
         .ok()?;
-    let filter = match filter_lang::filter::parse_value(conditions, &fs, &env) {
-        Ok(f) => f,
-        Err(e) => {
-            tracing::warn!(table = %target.id, error = %e.message, "lookup/rollup conditions ignored");
-            return None;
-        }
-    };
-    let mut params = filter_lang::Params::new(1);
-    let sql = filter_lang::filter::compile(&filter, &fs, &env, alias, &mut params);
-    Some(inline_params(&sql, params.values()))
-}
-
-/// SQL text quoted as a string literal (standard conforming strings: only
-/// the quote is doubled).
-fn quote_literal(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
-}
-
-/// Replaces each `$n::` placeholder (numbered from 1) by its value as a
-/// literal; highest numbers first so `$1` never eats `$12`.
-fn inline_params(sql: &str, values: &[filter_lang::SqlValue]) -> String {
-    use filter_lang::SqlValue;
-    let mut out = sql.to_owned();
-    for (i, v) in values.iter().enumerate().rev() {
-        let lit = match v {
-            SqlValue::Text(s) | SqlValue::Numeric(s) => quote_literal(s),
-            SqlValue::TextArray(a) => format!(
-                "ARRAY[{}]::text[]",
-                a.iter()
-                    .map(|s| quote_literal(s))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            ),
-            SqlValue::Bool(b) => b.to_string().to_uppercase(),
-            SqlValue::Int(n) => n.to_string(),
-            SqlValue::Date(d) => quote_literal(&d.format("%Y-%m-%d").to_string()),
-            SqlValue::Timestamp(t) => quote_literal(&t.to_rfc3339()),
-        };
-        out = out.replace(&format!("${}::", i + 1), &format!("({lit})::"));
-    }
-    out
+    Some(filter_lang::filter::compile(
+        &conditions.filter,
+        &conditions.schema,
+        &env,
+        alias,
+        params,
+    ))
 }
 
 /// One element of a lookup list: the surfaced field's read expression
@@ -173,13 +142,16 @@ pub struct PageJoin {
 /// page's ids instead of one subquery per row and field; returns those
 /// joins. Link cells travel as two arrays (ids, display texts), lookups of
 /// a plain column as one array; the cells are the same values in the same
-/// order (`position`), `[]` when nothing is linked.
+/// order (`position`), `[]` when nothing is linked. The values of
+/// conditioned lookups and rollups are pushed onto `params`, which the
+/// caller numbers after the statement's other parameters.
 pub fn page_set(
     schema: &DatabaseSchema,
     table: &TableSchema,
     only: Option<&[String]>,
+    params: &mut Params,
 ) -> (Vec<ReadField>, Vec<PageJoin>) {
-    let mut fields = read_set(schema, table, only);
+    let mut fields = read_fields(schema, table, only, params);
     for rf in fields.iter_mut() {
         let Some(f) = table.field(&rf.id) else {
             continue;
@@ -194,12 +166,16 @@ pub fn page_set(
             }
         }
     }
-    let joins = batch_links(schema, table, &mut fields);
+    let joins = batch_links(schema, table, &mut fields, params);
     (fields, joins)
 }
 
 /// What one batched cell aggregates: SQL columns and how the cell reads.
-fn batched(schema: &DatabaseSchema, f: &FieldRow) -> Option<(Vec<String>, Wire)> {
+fn batched(
+    schema: &DatabaseSchema,
+    f: &FieldRow,
+    params: &mut Params,
+) -> Option<(Vec<String>, Wire)> {
     match f.costume.family() {
         Family::Link => {
             let target = schema.link_target(f)?;
@@ -225,7 +201,7 @@ fn batched(schema: &DatabaseSchema, f: &FieldRow) -> Option<(Vec<String>, Wire)>
                     },
                 ),
                 None => {
-                    let inner = read_field(schema, target, "\"__rd_t\"");
+                    let inner = read_field(schema, target, "\"__rd_t\"", params);
                     (vec![lookup_element(target, inner.expr)], Wire::Json)
                 }
             })
@@ -240,6 +216,7 @@ fn batch_links(
     schema: &DatabaseSchema,
     table: &TableSchema,
     fields: &mut [ReadField],
+    params: &mut Params,
 ) -> Vec<PageJoin> {
     // link field id -> (alias, [(element, aggregate, column)])
     let mut groups: Vec<(String, String, Vec<(String, &str, String)>)> = Vec::new();
@@ -254,11 +231,11 @@ fn batch_links(
                 None => continue,
             },
         };
-        let Some((elements, w)) = batched(schema, f) else {
+        let Some((elements, w)) = batched(schema, f, params) else {
             continue;
         };
         // The joined form only where the correlated one would be built.
-        if link_join(schema, link, "\"r\"", None).is_none() {
+        if link_join(schema, link, "\"r\"", None, params).is_none() {
             continue;
         }
         let n = match groups.iter().position(|g| g.0 == link.id) {
@@ -334,13 +311,22 @@ fn choice_names(f: &FieldRow) -> HashMap<String, String> {
     f.choices().into_iter().collect()
 }
 
-/// The read expression and post-processing of one field.
-pub fn read_field(schema: &DatabaseSchema, f: &FieldRow, row: &str) -> ReadField {
+/// The read expression and post-processing of one field; the values its
+/// SQL binds (a lookup's or rollup's conditions) are pushed onto `params`.
+pub fn read_field(
+    schema: &DatabaseSchema,
+    f: &FieldRow,
+    row: &str,
+    params: &mut Params,
+) -> ReadField {
     let (expr, post) = match f.costume.family() {
         Family::Button => ("NULL::jsonb".to_owned(), Post::Plain),
         Family::Select => (column_json(f, row), Post::Choices(choice_names(f))),
         Family::Link => {
-            let expr = match (link_join(schema, f, row, None), schema.link_target(f)) {
+            let expr = match (
+                link_join(schema, f, row, None, params),
+                schema.link_target(f),
+            ) {
                 (Some((from, c, t)), Some(target)) => format!(
                     "coalesce((SELECT jsonb_agg(jsonb_build_object('id', {t}.id, 'display', {d}) \
                      ORDER BY {c}.position) {from}), '[]'::jsonb)",
@@ -352,9 +338,10 @@ pub fn read_field(schema: &DatabaseSchema, f: &FieldRow, row: &str) -> ReadField
         }
         Family::Lookup => match schema.rides(f) {
             Some((link, Some(target))) => {
-                match link_join(schema, link, row, f.options.get("conditions")) {
+                let conditions = schema.conditions_of(f);
+                match link_join(schema, link, row, conditions.as_deref(), params) {
                     Some((from, c, t)) => {
-                        let inner = read_field(schema, target, &t);
+                        let inner = read_field(schema, target, &t, params);
                         let post = match inner.post {
                             Post::Choices(m) => Post::Choices(m),
                             _ => Post::Plain,
@@ -373,8 +360,13 @@ pub fn read_field(schema: &DatabaseSchema, f: &FieldRow, row: &str) -> ReadField
             _ => ("'[]'::jsonb".to_owned(), Post::Plain),
         },
         Family::Rollup => match schema.rides(f) {
-            Some((link, target)) => match link_join(schema, link, row, f.options.get("conditions"))
-            {
+            Some((link, target)) => match link_join(
+                schema,
+                link,
+                row,
+                schema.conditions_of(f).as_deref(),
+                params,
+            ) {
                 Some((from, _c, t)) => {
                     let agg = f.option_str("aggregation").unwrap_or("count");
                     let value = match (agg, target.and_then(|t| t.column().map(|_| t))) {
@@ -415,47 +407,40 @@ pub fn read_field(schema: &DatabaseSchema, f: &FieldRow, row: &str) -> ReadField
     }
 }
 
-/// The read set of `table`: every field, or the `only` ones in that order.
-pub fn read_set(
+/// The read set of `table`: every field, or the `only` ones in that order,
+/// with the values its expressions bind as `$1`, `$2`, ... (the caller's
+/// statement numbers its own parameters after them).
+pub fn read_set(schema: &DatabaseSchema, table: &TableSchema, only: Option<&[String]>) -> ReadSet {
+    let mut params = Params::new(1);
+    let fields = read_fields(schema, table, only, &mut params);
+    ReadSet {
+        fields,
+        values: params.into_values(),
+    }
+}
+
+/// The fields of [`read_set`], their values pushed onto `params`.
+fn read_fields(
     schema: &DatabaseSchema,
     table: &TableSchema,
     only: Option<&[String]>,
+    params: &mut Params,
 ) -> Vec<ReadField> {
     let row = "\"r\"";
     match only {
         None => table
             .fields
             .iter()
-            .map(|f| read_field(schema, f, row))
+            .map(|f| read_field(schema, f, row, params))
             .collect(),
         Some(ids) => ids
             .iter()
             .filter_map(|id| table.field(id))
-            .map(|f| read_field(schema, f, row))
+            .map(|f| read_field(schema, f, row, params))
             .collect(),
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::inline_params;
-    use filter_lang::SqlValue;
-
-    #[test]
-    fn inlines_values_as_literals() {
-        let sql = "a = $1::text AND b = ANY($2::text[]) AND c > $10::text::numeric";
-        let mut values = vec![
-            SqlValue::Text("it's".into()),
-            SqlValue::TextArray(vec!["x".into()]),
-        ];
-        for _ in 2..9 {
-            values.push(SqlValue::Bool(true));
-        }
-        values.push(SqlValue::Numeric("2.5".into()));
-        let out = inline_params(sql, &values);
-        assert_eq!(
-            out,
-            "a = ('it''s')::text AND b = ANY((ARRAY['x']::text[])::text[]) AND c > ('2.5')::text::numeric"
-        );
-    }
-}
+#[path = "read_tests.rs"]
+mod tests;
