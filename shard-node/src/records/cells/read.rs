@@ -444,3 +444,7 @@ fn read_fields(
 #[cfg(test)]
 #[path = "read_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "read_cost_tests.rs"]
+mod cost_tests;

@@ -12,11 +12,11 @@ use super::{page_set, read_set};
 use crate::records::store;
 use crate::schema::{Costume, DatabaseSchema, FieldRow, TableSchema};
 
-const DB: &str = "db_Ab3dZ1234567";
-const ITEMS: &str = "tbl_Items0000001";
+pub(super) const DB: &str = "db_Ab3dZ1234567";
+pub(super) const ITEMS: &str = "tbl_Items0000001";
 const ORDERS: &str = "tbl_Order0000001";
 
-fn field(table: &str, id: &str, name: &str, costume: Costume, options: Value) -> FieldRow {
+pub(super) fn field(table: &str, id: &str, name: &str, costume: Costume, options: Value) -> FieldRow {
     let sql_type = match costume {
         Costume::Number | Costume::Currency | Costume::FormulaNumber => Some("numeric"),
         Costume::Date => Some(if options["include_time"] == true {
@@ -52,7 +52,7 @@ fn field(table: &str, id: &str, name: &str, costume: Costume, options: Value) ->
     }
 }
 
-fn table(id: &str, name: &str, display: &str, fields: Vec<FieldRow>) -> TableSchema {
+pub(super) fn table(id: &str, name: &str, display: &str, fields: Vec<FieldRow>) -> TableSchema {
     TableSchema {
         id: id.to_owned(),
         database_id: DB.to_owned(),
