@@ -194,6 +194,7 @@ pub async fn create(
             return Err(anyhow::anyhow!("a door resolved to a stored family").into())
         }
     }
+    lookup_rollup::check_expansion(&schema, std::slice::from_ref(&row))?;
     if row.costume != Costume::Link {
         catalog::fields::insert(&tx, database_id, &row).await?;
     }

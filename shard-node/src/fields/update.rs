@@ -279,6 +279,7 @@ pub async fn update(
         }
         catalog::fields::update(&tx, f).await?;
     }
+    lookup_rollup::check_expansion(&schema, std::slice::from_ref(&new))?;
     if rebuild_dependents {
         let ids = formulas::dependents(&work, &[&field.id]);
         formulas::rebuild(&tx, &schema, &mut work, &ids).await?;

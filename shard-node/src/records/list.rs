@@ -407,6 +407,7 @@ pub async fn list(
             (None, Some(v)) => Some(view_columns(v, table)),
             (None, None) => None,
         };
+        crate::schema::expansion::check_filter(&flt, &fschema)?;
         let mut params = filter_lang::Params::new(1);
         let where_sql = filter::compile(&flt, &fschema, &env, "r", &mut params);
         let search_sql = match p.search.as_deref().map(str::trim) {

@@ -9,6 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
 
+use super::expansion::{
+    admit_nothing, expanded_nodes, Overrun, MAX_LOOKUP_CONDITION_NODES, MAX_TABLE_CONDITION_NODES,
+};
 use super::{DatabaseSchema, FieldRow, TableSchema, MAX_CONDITIONS_DEPTH};
 
 /// The filter schemas of a [`DatabaseSchema`], built once each on first use
@@ -16,10 +19,11 @@ use super::{DatabaseSchema, FieldRow, TableSchema, MAX_CONDITIONS_DEPTH};
 /// (table index, `conditions` depth). A conditioned lookup's schema points
 /// at the shared schema of its linked table one level down, so a table with
 /// n conditioned lookups costs at most [`MAX_CONDITIONS_DEPTH`] + 1 builds
-/// per table, not n^depth.
+/// per table, not n^depth. Conditions over an expansion cap are replaced
+/// as they are built (see [`super::expansion`]).
 #[derive(Default)]
 pub(super) struct FilterSchemas {
-    built: Mutex<HashMap<(usize, usize), Arc<filter_lang::Schema>>>,
+    built: Mutex<FilterMemo>,
     /// How many schemas were built (tests bound it).
     builds: AtomicUsize,
 }
@@ -39,7 +43,13 @@ impl std::fmt::Debug for FilterSchemas {
     }
 }
 
-type FilterMemo = HashMap<(usize, usize), Arc<filter_lang::Schema>>;
+/// The schemas built so far, by (table index, depth), and the conditions
+/// found over a cap while building them.
+#[derive(Default)]
+struct FilterMemo {
+    schemas: HashMap<(usize, usize), Arc<filter_lang::Schema>>,
+    overruns: Vec<Overrun>,
+}
 
 impl DatabaseSchema {
     /// The schema filters and sorts of `table` compile against. Lookups and
@@ -56,8 +66,23 @@ impl DatabaseSchema {
                 self.filter_schema_at(index, 0, &mut memo)
             }
             // A table that is not this model's own: built on its own.
-            _ => Arc::new(self.build_filter_schema(table, 0, &mut FilterMemo::new())),
+            _ => Arc::new(self.build_filter_schema(table, 0, &mut FilterMemo::default())),
         }
+    }
+
+    /// The conditioned lookups and rollups of the whole database that are
+    /// over an expansion cap (their conditions read as admitting nothing),
+    /// each once, in table and field order of first finding.
+    pub fn condition_overruns(&self) -> Vec<Overrun> {
+        for table in &self.tables {
+            self.filter_schema(table);
+        }
+        let memo = self
+            .filter_schemas
+            .built
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        memo.overruns.clone()
     }
 
     /// How many filter schemas this model has built so far.
@@ -90,11 +115,11 @@ impl DatabaseSchema {
         depth: usize,
         memo: &mut FilterMemo,
     ) -> Arc<filter_lang::Schema> {
-        if let Some(s) = memo.get(&(index, depth)) {
+        if let Some(s) = memo.schemas.get(&(index, depth)) {
             return s.clone();
         }
         let schema = Arc::new(self.build_filter_schema(&self.tables[index], depth, memo));
-        memo.insert((index, depth), schema.clone());
+        memo.schemas.insert((index, depth), schema.clone());
         schema
     }
 
@@ -105,6 +130,9 @@ impl DatabaseSchema {
         memo: &mut FilterMemo,
     ) -> filter_lang::Schema {
         self.filter_schemas.builds.fetch_add(1, Ordering::Relaxed);
+        // Expanded nodes of this table's conditions so far (at depth 0,
+        // where a read of the table reads them all).
+        let mut total = 0;
         filter_lang::Schema::new(
             table
                 .fields
@@ -116,6 +144,25 @@ impl DatabaseSchema {
                         | filter_lang::Storage::Rollup { conditions, .. } = &mut def.storage
                         {
                             *conditions = self.conditions(f, depth, memo);
+                            if let Some(c) = conditions.as_deref() {
+                                let nodes = expanded_nodes(
+                                    &c.filter,
+                                    &c.schema,
+                                    MAX_LOOKUP_CONDITION_NODES,
+                                );
+                                let limit = if nodes > MAX_LOOKUP_CONDITION_NODES {
+                                    Some(MAX_LOOKUP_CONDITION_NODES)
+                                } else if depth == 0 && total + nodes > MAX_TABLE_CONDITION_NODES {
+                                    Some(MAX_TABLE_CONDITION_NODES)
+                                } else {
+                                    total += nodes;
+                                    None
+                                };
+                                if let Some(limit) = limit {
+                                    over_budget(table, f, depth, limit, memo);
+                                    *conditions = Some(admit_nothing());
+                                }
+                            }
                         }
                     }
                     def
@@ -151,4 +198,31 @@ impl DatabaseSchema {
             }
         }
     }
+}
+
+/// Notes conditions over a cap (once per field and cap) and warns: they
+/// are read as admitting no linked record.
+fn over_budget(
+    table: &TableSchema,
+    f: &FieldRow,
+    depth: usize,
+    limit: usize,
+    memo: &mut FilterMemo,
+) {
+    let overrun = Overrun {
+        table_id: table.id.clone(),
+        field_id: f.id.clone(),
+        limit,
+    };
+    if memo.overruns.contains(&overrun) {
+        return;
+    }
+    tracing::warn!(
+        field = %f.id,
+        table = %table.id,
+        depth,
+        limit,
+        "lookup/rollup conditions expand past the cap; read as admitting no linked record"
+    );
+    memo.overruns.push(overrun);
 }

@@ -11,6 +11,7 @@
 
 pub mod cache;
 pub mod costume;
+pub mod expansion;
 mod filters;
 pub mod structural;
 
@@ -25,7 +26,7 @@ use filters::FilterSchemas;
 
 /// How many levels of lookup `conditions` naming lookups with conditions
 /// a filter schema follows.
-const MAX_CONDITIONS_DEPTH: usize = 4;
+pub const MAX_CONDITIONS_DEPTH: usize = 4;
 
 /// Connector columns: `from_id` holds records of the forward field's table,
 /// `to_id` records of its target table.

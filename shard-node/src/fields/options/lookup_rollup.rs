@@ -9,7 +9,10 @@ use serde_json::{json, Map, Value};
 
 use super::opt_str;
 use crate::error::{ApiError, ApiResult};
-use crate::schema::{Costume, DatabaseSchema, Family, StorageKind, TableSchema};
+use crate::schema::expansion::{MAX_LOOKUP_CONDITION_NODES, MAX_TABLE_CONDITION_NODES};
+use crate::schema::{
+    Costume, DatabaseSchema, Family, FieldRow, StorageKind, TableSchema, MAX_CONDITIONS_DEPTH,
+};
 
 /// A validated lookup or rollup.
 pub struct Settled {
@@ -189,6 +192,71 @@ pub fn settle(
         options,
         derived_name,
     })
+}
+
+/// Refuses (400) a field change after which some conditioned lookup or
+/// rollup of the database would expand past a cap of
+/// [`crate::schema::expansion`] that it was within before. `changed` are
+/// the created or updated rows; the whole database is recomputed on the
+/// model with them in place, since a change to one lookup's conditions (or
+/// a name they resolve) changes the cost of every lookup that reaches it.
+pub fn check_expansion(before: &DatabaseSchema, changed: &[FieldRow]) -> ApiResult<()> {
+    let conditioned = |f: &FieldRow| {
+        matches!(f.costume.family(), Family::Lookup | Family::Rollup)
+            && f.options.get("conditions").is_some_and(|c| !c.is_null())
+    };
+    if !before.all_fields().chain(changed).any(conditioned) {
+        return Ok(());
+    }
+    let mut tables = before.tables.clone();
+    for f in changed {
+        let Some(t) = tables.iter_mut().find(|t| t.id == f.table_id) else {
+            continue;
+        };
+        match t.fields.iter_mut().find(|g| g.id == f.id) {
+            Some(slot) => *slot = f.clone(),
+            None => t.fields.push(f.clone()),
+        }
+    }
+    let after = DatabaseSchema::new(
+        before.database_id.clone(),
+        before.version,
+        before.timezone.clone(),
+        tables,
+    );
+    let known = before.condition_overruns();
+    let mut new: Vec<_> = after
+        .condition_overruns()
+        .into_iter()
+        .filter(|o| !known.contains(o))
+        .collect();
+    // Name the changed field when it is one of them.
+    new.sort_by_key(|o| !changed.iter().any(|f| f.id == o.field_id));
+    let Some(o) = new.first() else {
+        return Ok(());
+    };
+    let field = after.field(&o.field_id).map_or("", |f| f.name.as_str());
+    let table = after.table(&o.table_id).map_or("", |t| t.name.as_str());
+    let how = format!(
+        "counting the conditions of every conditioned lookup or rollup they name, \
+         down to {MAX_CONDITIONS_DEPTH} levels"
+    );
+    Err(ApiError::bad_request(
+        if o.limit == MAX_LOOKUP_CONDITION_NODES {
+            format!(
+            "options.conditions: the conditions of '{field}' (table '{table}') would expand to \
+             more than {MAX_LOOKUP_CONDITION_NODES} condition nodes ({how}); a lookup or rollup \
+             may expand to at most {MAX_LOOKUP_CONDITION_NODES}."
+        )
+        } else {
+            format!(
+                "options.conditions: the conditions of the lookups and rollups of table '{table}' \
+             would expand to more than {MAX_TABLE_CONDITION_NODES} condition nodes together \
+             ({how}), passing the limit at '{field}'; a table's lookups and rollups may expand \
+             to at most {MAX_TABLE_CONDITION_NODES}."
+            )
+        },
+    ))
 }
 
 /// `name`, or `name 2`, `name 3`, ... : the first not taken in `table`.

@@ -7,6 +7,9 @@ use serde_json::json;
 use super::tests::{field, table, DB, ITEMS};
 use super::{page_set, read_set};
 use crate::records::store;
+use crate::schema::expansion::{
+    check_filter, expanded_nodes, MAX_LOOKUP_CONDITION_NODES, MAX_TABLE_CONDITION_NODES,
+};
 use crate::schema::{Costume, DatabaseSchema};
 
 /// A self-linked table with `n` lookups; the conditions of each name the
@@ -15,7 +18,13 @@ use crate::schema::{Costume, DatabaseSchema};
 pub(super) fn fan_out(n: usize, k: usize) -> DatabaseSchema {
     let id = |i: usize| format!("fld_Look{i:08}");
     let mut fields = vec![
-        field(ITEMS, "fld_Code00000001", "Code", Costume::SingleLineText, json!({})),
+        field(
+            ITEMS,
+            "fld_Code00000001",
+            "Code",
+            Costume::SingleLineText,
+            json!({}),
+        ),
         field(
             ITEMS,
             "fld_Self00000001",
@@ -33,7 +42,8 @@ pub(super) fn fan_out(n: usize, k: usize) -> DatabaseSchema {
         ),
     ];
     for i in 0..n {
-        let mut conditions = vec![json!({"field": "Code", "op": "contains", "value": format!("v{i}")})];
+        let mut conditions =
+            vec![json!({"field": "Code", "op": "contains", "value": format!("v{i}")})];
         for j in 1..=k {
             conditions.push(json!({"field": id((i + j) % n), "op": "is", "value": "x"}));
         }
@@ -64,7 +74,9 @@ pub(super) fn page_sql_len(schema: &DatabaseSchema) -> (usize, usize) {
     let qualified = items.qualified().unwrap();
     let fs = schema.filter_schema(items);
     let mut params = Params::new(read.next_index());
-    let plan = filter_lang::parse_sort("Code", &fs).unwrap().plan(&fs, "r", &mut params);
+    let plan = filter_lang::parse_sort("Code", &fs)
+        .unwrap()
+        .plan(&fs, "r", &mut params);
     let page = store::page_sql(&qualified, &exprs, &joins, "TRUE", None, &plan, "51");
     let set = read_set(schema, items, None);
     (page.len(), read.values().len() + set.values.len())
@@ -74,9 +86,114 @@ pub(super) fn page_sql_len(schema: &DatabaseSchema) -> (usize, usize) {
 #[test]
 #[ignore]
 fn measure_fan_out() {
-    for (n, k) in [(30, 1), (30, 2), (4, 3), (5, 4), (7, 6), (9, 8), (13, 12)] {
+    for (n, k) in [
+        (30, 1),
+        (30, 2),
+        (4, 3),
+        (5, 4),
+        (7, 6),
+        (9, 8),
+        (13, 12),
+        (39, 4),
+        (40, 4),
+        (100, 4),
+    ] {
         let schema = fan_out(n, k);
         let (len, values) = page_sql_len(&schema);
         println!("n={n:3} k={k:3}: page SQL {len:>12} bytes, {values:>9} values");
     }
+}
+
+/// Expanded nodes of the conditions of lookup `i` of [`fan_out`] as a
+/// read of the table sees them.
+fn nodes_of(schema: &DatabaseSchema, i: usize) -> usize {
+    let f = schema.field(&format!("fld_Look{i:08}")).unwrap();
+    let c = schema.conditions_of(f).unwrap();
+    expanded_nodes(&c.filter, &c.schema, usize::MAX - 1)
+}
+
+#[test]
+fn expanded_nodes_count_every_nested_condition() {
+    // A group and two conditions, at depths 0 to 3 (at depth 4 the named
+    // lookup's conditions are left off).
+    let schema = fan_out(30, 1);
+    assert_eq!(nodes_of(&schema, 0), 12);
+    assert!(schema.condition_overruns().is_empty());
+    // (k + 2) * (1 + k + k^2 + k^3) with k = 4.
+    let schema = fan_out(5, 4);
+    assert_eq!(nodes_of(&schema, 0), 510);
+    // The count stops past its limit.
+    let f = schema.field("fld_Look00000000").unwrap();
+    let c = schema.conditions_of(f).unwrap();
+    assert_eq!(expanded_nodes(&c.filter, &c.schema, 100), 101);
+}
+
+/// The read-time budget: a stored schema whose lookups expand past
+/// [`MAX_LOOKUP_CONDITION_NODES`] (7 lookups naming 6 others each expand
+/// to 2,072; the page was 4 MB of SQL) reads them as admitting no linked
+/// record, within the cap.
+#[test]
+fn over_budget_conditions_read_as_admitting_nothing() {
+    let schema = fan_out(7, 6);
+    let overruns = schema.condition_overruns();
+    assert_eq!(overruns.len(), 7, "{overruns:?}");
+    assert!(overruns
+        .iter()
+        .all(|o| o.limit == MAX_LOOKUP_CONDITION_NODES && o.table_id == ITEMS));
+    let (len, values) = page_sql_len(&schema);
+    assert!(len < 16 * 1024, "page SQL of {len} bytes, {values} values");
+    let items = schema.table(ITEMS).unwrap();
+    let set = read_set(&schema, items, Some(&["fld_Look00000003".to_owned()]));
+    assert!(
+        set.fields[0].expr.contains("AND (FALSE)"),
+        "{}",
+        set.fields[0].expr
+    );
+    assert!(set.values.is_empty());
+
+    // 13 lookups naming 12 others (105 MB of SQL): cut one level down,
+    // where each named lookup expands past the cap; the rest is kept.
+    let schema = fan_out(13, 12);
+    let (len, values) = page_sql_len(&schema);
+    assert!(len < 128 * 1024, "page SQL of {len} bytes, {values} values");
+    assert!(nodes_of(&schema, 0) <= MAX_LOOKUP_CONDITION_NODES);
+}
+
+/// The table's cap: 100 lookups naming 4 others expand to 510 nodes each
+/// (each within the lookup cap, 13 MB of page SQL together); past
+/// [`MAX_TABLE_CONDITION_NODES`] the rest read as admitting nothing.
+#[test]
+fn a_table_reads_within_its_cap() {
+    let schema = fan_out(100, 4);
+    let overruns = schema.condition_overruns();
+    let kept = MAX_TABLE_CONDITION_NODES / 510;
+    assert_eq!(overruns.len(), 100 - kept, "{overruns:?}");
+    assert!(overruns
+        .iter()
+        .all(|o| o.limit == MAX_TABLE_CONDITION_NODES));
+    // Each cut lookup keeps two nodes (a group holding `FALSE`).
+    let total: usize = (0..100).map(|i| nodes_of(&schema, i)).sum();
+    assert_eq!(total, kept * 510 + 2 * overruns.len());
+    assert!(kept * 510 <= MAX_TABLE_CONDITION_NODES);
+    let (len, _) = page_sql_len(&schema);
+    assert!(len < 6 * 1024 * 1024, "page SQL of {len} bytes");
+}
+
+/// A request's filter naming lookups past the table's cap is refused.
+#[test]
+fn filters_past_the_cap_are_refused() {
+    let schema = fan_out(5, 4);
+    let items = schema.table(ITEMS).unwrap();
+    let fs = schema.filter_schema(items);
+    let env = filter_lang::Env::new("UTC", chrono::Utc::now()).unwrap();
+    let naming = |times: usize| {
+        let conditions: Vec<_> = (0..times)
+            .map(|_| json!({"field": "L0", "op": "is", "value": "x"}))
+            .collect();
+        filter_lang::filter::parse_value(&json!({ "conditions": conditions }), &fs, &env).unwrap()
+    };
+    // 1 + 39 * (1 + 510) = 19,930; 1 + 40 * 511 = 20,441.
+    assert!(check_filter(&naming(39), &fs).is_ok());
+    let e = check_filter(&naming(40), &fs).unwrap_err();
+    assert!(format!("{e:?}").contains("20000"), "{e:?}");
 }

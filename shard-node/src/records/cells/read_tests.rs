@@ -16,7 +16,13 @@ pub(super) const DB: &str = "db_Ab3dZ1234567";
 pub(super) const ITEMS: &str = "tbl_Items0000001";
 const ORDERS: &str = "tbl_Order0000001";
 
-pub(super) fn field(table: &str, id: &str, name: &str, costume: Costume, options: Value) -> FieldRow {
+pub(super) fn field(
+    table: &str,
+    id: &str,
+    name: &str,
+    costume: Costume,
+    options: Value,
+) -> FieldRow {
     let sql_type = match costume {
         Costume::Number | Costume::Currency | Costume::FormulaNumber => Some("numeric"),
         Costume::Date => Some(if options["include_time"] == true {
