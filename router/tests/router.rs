@@ -16,7 +16,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use cluster_protocol::control::*;
 use cluster_protocol::ids::{new_tagged, new_untagged, random_token, Kind};
-use cluster_protocol::principal::Principal;
+use cluster_protocol::principal::{
+    body_matches, Presented, Principal, Target, HEADER_BODY_SHA256, HEADER_PRINCIPAL,
+    HEADER_SIGNATURE, HEADER_SIGNATURE_VERSION, HEADER_TIMESTAMP,
+};
 use serde_json::{json, Value};
 
 const SECRET: &str = "test-cluster-secret";
@@ -183,6 +186,7 @@ struct Shard {
 
 async fn shard_any(
     State(s): State<Arc<Shard>>,
+    method: axum::http::Method,
     headers: HeaderMap,
     uri: Uri,
     body: axum::body::Bytes,
@@ -190,15 +194,23 @@ async fn shard_any(
     s.hits.fetch_add(1, Ordering::SeqCst);
     let h = |n: &str| headers.get(n).and_then(|v| v.to_str().ok());
     let now = chrono::Utc::now().timestamp();
-    let p = match Principal::verify(
-        SECRET.as_bytes(),
-        h("x-cluster-principal"),
-        h("x-cluster-timestamp"),
-        h("x-cluster-signature"),
-        now,
-    ) {
-        Ok(p) => p,
-        Err(_) => {
+    let presented = Presented {
+        principal: h(HEADER_PRINCIPAL),
+        timestamp: h(HEADER_TIMESTAMP),
+        signature: h(HEADER_SIGNATURE),
+        version: h(HEADER_SIGNATURE_VERSION),
+        body_sha256: h(HEADER_BODY_SHA256),
+    };
+    let target = Target {
+        method: method.as_str(),
+        path_and_query: uri.path_and_query().map_or("/", |p| p.as_str()),
+    };
+    let verified = Principal::verify_request(SECRET.as_bytes(), presented, target, now)
+        .ok()
+        .filter(|_| body_matches(h(HEADER_BODY_SHA256).unwrap_or_default(), &body));
+    let p = match verified {
+        Some(p) => p,
+        None => {
             return (
                 StatusCode::UNAUTHORIZED,
                 Json(json!({"error":{"code":"unauthorized","message":"bad principal"}})),
