@@ -955,3 +955,49 @@ async fn no_argon2_slot_in_time_is_503_not_401() {
     assert_eq!(v["error"]["code"], "unavailable");
     assert_eq!(v["error"]["message"], router::auth::HASH_BUSY_MESSAGE);
 }
+
+/// What the control plane leaves when it cannot store a new version: the
+/// version deleted. The router must then ask again, for users and keys.
+#[tokio::test]
+async fn absent_versions_make_the_router_ask_the_control_plane_again() {
+    let e = env(100, 1000).await;
+    let shard = Arc::new(Shard::default());
+    let url = spawn_shard(shard.clone()).await;
+    let (db, _) = e.database(&[&url]);
+    let path = format!("/api/databases/{db}/tables");
+    let del = |name: String| {
+        let _: () = redis::cmd("DEL")
+            .arg(name)
+            .query(&mut redis_conn())
+            .unwrap();
+    };
+
+    // A membership removed, its user's version deleted (no invalidation).
+    let (user_id, _, token) = e.user_with_key(Access::ReadWrite, DatabaseScope::All);
+    e.member(&user_id, &db, Role::Editor);
+    assert_eq!(e.get(&path, Some(&token)).await.status(), 200);
+    assert_eq!(e.get(&path, Some(&token)).await.status(), 200);
+    {
+        let mut access = e.cp.access.lock().unwrap();
+        let a = access.get_mut(&user_id).unwrap();
+        a.memberships.clear();
+        a.version += 1;
+    }
+    del(format!("cluster:user:{user_id}"));
+    assert_eq!(e.get(&path, Some(&token)).await.status(), 404);
+
+    // A key narrowed away from the database, its version deleted.
+    let (user_id, key_id, token) = e.user_with_key(Access::ReadWrite, DatabaseScope::All);
+    e.member(&user_id, &db, Role::Editor);
+    assert_eq!(e.get(&path, Some(&token)).await.status(), 200);
+    assert_eq!(e.get(&path, Some(&token)).await.status(), 200);
+    {
+        let mut keys = e.cp.keys.lock().unwrap();
+        let k = keys.get_mut(&key_id).unwrap();
+        k.databases = DatabaseScope::Only(vec![new_tagged(Kind::Database, &random_token(5))]);
+        k.version += 1;
+    }
+    del(format!("cluster:key:{key_id}"));
+    assert_eq!(e.get(&path, Some(&token)).await.status(), 404);
+    assert_eq!(shard.hits.load(Ordering::SeqCst), 4);
+}
