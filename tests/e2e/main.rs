@@ -11,6 +11,7 @@ mod records_links;
 mod records_upsert_race;
 mod roles;
 mod routing;
+mod security_keys;
 mod shard_direct;
 mod tables;
 mod trash;
