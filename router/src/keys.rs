@@ -93,7 +93,7 @@ pub struct KeyStore {
     verified: RwLock<HashMap<String, Arc<VerifiedKey>>>,
     unknown: Mutex<HashMap<String, Instant>>,
     attempts: Attempts,
-    hashing: Semaphore,
+    hashing: Arc<Semaphore>,
     hash_wait: Duration,
     /// argon2id verifications run so far (tests read it).
     hashes: AtomicU64,
@@ -126,7 +126,7 @@ impl KeyStore {
             verified: RwLock::default(),
             unknown: Mutex::default(),
             attempts: Attempts::default(),
-            hashing: Semaphore::new(limits.concurrency),
+            hashing: Arc::new(Semaphore::new(limits.concurrency)),
             hash_wait: limits.wait,
             hashes: AtomicU64::new(0),
         }
@@ -207,14 +207,16 @@ impl KeyStore {
         Ok(key)
     }
 
-    /// argon2id on the blocking pool, once a slot is free (503 past `deadline`).
+    /// argon2id on the blocking pool, once a slot is free (503 past
+    /// `deadline`). The slot goes with the hashing task, so a cancelled
+    /// request does not free it before the hash ends.
     async fn hash_verify(
         &self,
         record: &KeyRecord,
         secret: &str,
         deadline: tokio::time::Instant,
     ) -> Result<bool, AuthError> {
-        let _permit = tokio::time::timeout_at(deadline, self.hashing.acquire())
+        let permit = tokio::time::timeout_at(deadline, self.hashing.clone().acquire_owned())
             .await
             .map_err(|_| AuthError::Busy)?
             .map_err(|_| AuthError::Busy)?;
@@ -222,6 +224,7 @@ impl KeyStore {
         let hash = record.secret_hash.clone();
         let candidate = secret.to_string();
         Ok(tokio::task::spawn_blocking(move || {
+            let _permit = permit;
             PasswordHash::new(&hash)
                 .map(|h| {
                     Argon2::default()

@@ -20,6 +20,7 @@ use cluster_protocol::principal::{
 
 use crate::config::BODY_LIMIT_BYTES;
 use crate::error::ApiError;
+use crate::http::body::too_large;
 use crate::state::AppState;
 
 /// The verified principal of the request.
@@ -58,9 +59,9 @@ pub fn verify(
         .map_err(refused)
 }
 
-/// Reads the body and checks it against the signed digest: a body the
-/// router did not sign (other bytes, or more than any body it forwards) is
-/// a 401 like any other signature failure.
+/// Reads the body and checks it against the signed digest: other bytes
+/// than the router signed are a 401 like any other signature failure; a
+/// body over the limit (which no router forwards) is the 400 naming it.
 async fn checked_body(headers: &HeaderMap, body: Body) -> Result<Body, ApiError> {
     let digest = header(headers, HEADER_BODY_SHA256).unwrap_or_default();
     let bytes = match axum::body::to_bytes(body, BODY_LIMIT_BYTES).await {
@@ -72,7 +73,7 @@ async fn checked_body(headers: &HeaderMap, body: Body) -> Result<Body, ApiError>
                 })
                 .any(|err| err.is::<http_body_util::LengthLimitError>());
             return Err(if over {
-                refused(VerifyError::BodyMismatch)
+                too_large()
             } else {
                 ApiError::bad_request("Request body could not be read.")
             });
