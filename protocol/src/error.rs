@@ -33,6 +33,9 @@ pub enum ErrorCode {
     Conflict,
     RateLimited,
     Internal,
+    /// A dependency is busy or unreachable; retry (with `Retry-After` when
+    /// the answer carries one). Part C's only other 503 is the health check.
+    Unavailable,
 }
 
 impl ErrorCode {
@@ -45,6 +48,7 @@ impl ErrorCode {
             ErrorCode::Conflict => 409,
             ErrorCode::RateLimited => 429,
             ErrorCode::Internal => 500,
+            ErrorCode::Unavailable => 503,
         }
     }
 
@@ -57,6 +61,7 @@ impl ErrorCode {
             ErrorCode::Conflict => "conflict",
             ErrorCode::RateLimited => "rate_limited",
             ErrorCode::Internal => "internal",
+            ErrorCode::Unavailable => "unavailable",
         }
     }
 }
@@ -106,6 +111,10 @@ impl ErrorBody {
         )
     }
 
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Unavailable, message)
+    }
+
     pub fn status(&self) -> u16 {
         self.code.status()
     }
@@ -140,6 +149,14 @@ mod tests {
         let e = ErrorBody::rate_limited(7);
         assert_eq!(e.message, "Too many requests. Retry in about 7s.");
         assert_eq!(e.status(), 429);
+    }
+
+    #[test]
+    fn unavailable_is_503() {
+        let e = ErrorBody::unavailable("busy");
+        assert_eq!(e.status(), 503);
+        let v: serde_json::Value = serde_json::from_slice(&e.to_json()).unwrap();
+        assert_eq!(v["error"]["code"], "unavailable");
     }
 
     #[test]

@@ -4,6 +4,8 @@ use std::{fmt, net::SocketAddr, time::Duration};
 
 use anyhow::Context;
 
+use crate::keys::HashLimits;
+
 /// A secret that never prints.
 #[derive(Clone)]
 pub struct Secret(pub String);
@@ -35,6 +37,9 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// Largest request body buffered (and so retryable on 421).
     pub retry_buffer_limit: usize,
+    /// argon2id slots and how long a cold key verification waits for one
+    /// (`ROUTER_HASH_CONCURRENCY`, `ROUTER_HASH_WAIT_MS`).
+    pub hash_limits: HashLimits,
     /// Serving threads (`ROUTER_THREADS`, default one per CPU): each runs its
     /// own single-threaded runtime and listener (see `cores`).
     pub threads: usize,
@@ -75,6 +80,10 @@ impl Config {
             pool_max_idle_per_host: number("ROUTER_POOL_IDLE_PER_SHARD", 256)?,
             shutdown_grace: Duration::from_secs(number("ROUTER_SHUTDOWN_GRACE_SECS", 30)?),
             retry_buffer_limit: 64 * 1024,
+            hash_limits: HashLimits {
+                concurrency: number("ROUTER_HASH_CONCURRENCY", 2usize)?.max(1),
+                wait: Duration::from_millis(number("ROUTER_HASH_WAIT_MS", 5000)?),
+            },
             threads: match number("ROUTER_THREADS", 0usize)? {
                 0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
                 n => n,

@@ -42,6 +42,11 @@ pub enum ApiError {
     RateLimited {
         retry_after_ms: u64,
     },
+    /// 503 with `Retry-After`: the router is too busy for this request now.
+    Unavailable {
+        message: &'static str,
+        retry_after_secs: u64,
+    },
     /// An envelope another tier produced, passed through as is.
     Upstream {
         status: u16,
@@ -62,6 +67,10 @@ impl ApiError {
                 let secs = retry_after_secs(retry_after_ms);
                 (ErrorBody::rate_limited(secs), Some(secs))
             }
+            ApiError::Unavailable {
+                message,
+                retry_after_secs,
+            } => (ErrorBody::unavailable(message), Some(retry_after_secs)),
             ApiError::Upstream { status, body } => {
                 let code_status = body.code.status();
                 let status = if status == code_status {
@@ -104,6 +113,17 @@ mod tests {
         .into_response();
         assert_eq!(r.status(), 429);
         assert_eq!(r.headers()[header::RETRY_AFTER], "2");
+    }
+
+    #[test]
+    fn unavailable_is_503_with_retry_after() {
+        let r = ApiError::Unavailable {
+            message: "busy",
+            retry_after_secs: 1,
+        }
+        .into_response();
+        assert_eq!(r.status(), 503);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "1");
     }
 
     #[test]

@@ -1,14 +1,14 @@
 //! Forwarding to shard nodes: a pooled keep-alive HTTP/1 client, header
 //! hygiene (hop-by-hop, `x-cluster-*`, the client's credential), and request
-//! bodies either streamed or (when small and of known length) buffered so a
-//! 421 can be retried.
+//! bodies read whole (the principal's signature covers their digest; a
+//! buffered body also lets a 421 be retried).
 
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response, Uri};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 
-use crate::errors::{full, ApiError, Body};
+use crate::errors::{ApiError, Body};
 use crate::shard_conn::{self, ShardPool};
 use crate::trace::TRACEPARENT;
 
@@ -32,22 +32,6 @@ const HOP_BY_HOP: [HeaderName; 8] = [
 /// This core's connections to the shards.
 pub struct Forwarder {
     pool: ShardPool,
-}
-
-/// A request body ready to send: replayable when buffered.
-pub enum OutBody {
-    Buffered(Bytes),
-    Streaming(Body),
-}
-
-impl OutBody {
-    /// A body for one attempt, and what is left for a retry (if replayable).
-    pub fn take(self) -> (Body, Option<OutBody>) {
-        match self {
-            OutBody::Buffered(b) => (full(b.clone()), Some(OutBody::Buffered(b))),
-            OutBody::Streaming(b) => (b, None),
-        }
-    }
 }
 
 impl Forwarder {
@@ -144,24 +128,32 @@ pub fn client_response(resp: Response<Incoming>) -> Response<Body> {
     Response::from_parts(parts, body.map_err(Into::into).boxed_unsync())
 }
 
-/// Buffers the body when it is known to be at most `limit` bytes (or absent),
-/// so the request can be retried; streams it otherwise.
+/// Reads the whole request body, at most `limit` bytes: a larger one (by its
+/// declared length, before reading, or as read) is a 400 naming the limit.
 pub async fn prepare_body(
     headers: &HeaderMap,
     body: Incoming,
     limit: usize,
-) -> Result<OutBody, ApiError> {
-    let length = headers
+) -> Result<Bytes, ApiError> {
+    let too_large = || {
+        ApiError::BadRequest(format!(
+            "Request body is larger than the {} limit.",
+            cluster_protocol::MAX_BODY_TEXT
+        ))
+    };
+    let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    let chunked = headers.contains_key(header::TRANSFER_ENCODING);
-    match (length, chunked) {
-        (Some(n), false) if n <= limit as u64 => {
-            read_limited(body, limit).await.map(OutBody::Buffered)
-        }
-        (None, false) => Ok(OutBody::Buffered(Bytes::new())),
-        _ => Ok(OutBody::Streaming(body.map_err(Into::into).boxed_unsync())),
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Err(_) => Err(ApiError::BadRequest(
+            "Request body could not be read.".into(),
+        )),
     }
 }
 

@@ -43,7 +43,7 @@ impl AppState {
             ControlPlaneClient::new(&config.control_plane_url, &config.control_plane_token.0);
         let redis = RedisPool::new(&config.redis_url, REDIS_MAX_IDLE, REDIS_CONNECT_TIMEOUT)?;
         Ok(Self {
-            keys: Arc::new(KeyStore::new(control.clone())),
+            keys: Arc::new(KeyStore::new(control.clone(), config.hash_limits)),
             access: Arc::new(AccessStore::new(control.clone())),
             placements: Arc::new(PlacementStore::new(control.clone())),
             limiter: Limiter::new(redis),

@@ -46,6 +46,7 @@ fn config(cp: SocketAddr) -> router::Config {
         pool_max_idle_per_host: 16,
         shutdown_grace: Duration::from_secs(5),
         retry_buffer_limit: 64 * 1024,
+        hash_limits: router::keys::HashLimits::default(),
         threads: 2,
     }
 }

@@ -13,6 +13,7 @@ mod records_upsert_race;
 mod roles;
 mod routing;
 mod security_injection;
+mod security_keys;
 mod security_privilege;
 mod shard_direct;
 mod tables;

@@ -22,7 +22,8 @@ pub fn parse_object(bytes: &[u8]) -> ApiResult<Map<String, Value>> {
     }
 }
 
-fn too_large() -> ApiError {
+/// The 400 of a body over the limit (also used by the principal check).
+pub(crate) fn too_large() -> ApiError {
     ApiError::bad_request(format!(
         "Request body is larger than the {BODY_LIMIT_TEXT} limit."
     ))
