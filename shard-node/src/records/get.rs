@@ -35,11 +35,11 @@ pub async fn handler(
                 .schemas
                 .get_at(&mut client, &database_id, access.schema_version)
                 .await?;
-            let rt = RecordTable::load(&client, &database_id, &id).await?;
+            let rt = RecordTable::load(&*client, &database_id, &id).await?;
             let table = schema.table(&id).ok_or(ApiError::NotFound)?;
             let fields = read::read_set(&schema, table, None);
             let exprs: Vec<String> = fields.iter().map(|f| f.expr.clone()).collect();
-            let rows = store::by_ids(&client, &rt, &exprs, &[], &[rid.clone()]).await?;
+            let rows = store::by_ids(&*client, &rt, &exprs, &[], &[rid.clone()]).await?;
             let rec = rows
                 .into_iter()
                 .find(|r| r.deleted_at.is_none())

@@ -333,12 +333,12 @@ pub async fn list(
             None => None,
             Some(r) => {
                 let by_id = if r.starts_with("viw_") {
-                    views::get(&client, database_id, r).await?
+                    views::get(&*client, database_id, r).await?
                 } else {
                     None
                 };
                 let all = if by_id.is_none() {
-                    views::list_for_table(&client, table_id).await?
+                    views::list_for_table(&*client, table_id).await?
                 } else {
                     Vec::new()
                 };

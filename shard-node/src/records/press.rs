@@ -58,7 +58,7 @@ pub async fn handler(
             if action == "webhook" {
                 // Nothing would deliver the event yet: refuse rather than
                 // reply as if it had been delivered.
-                live(&client, &rt, &rid).await?;
+                live(&*client, &rt, &rid).await?;
                 return Err(ApiError::bad_request(
                     "Webhook buttons can't be pressed yet: webhook delivery is not available.",
                 ));
@@ -67,7 +67,7 @@ pub async fn handler(
             let (ids, _) = placeholders(table, template);
             let fields = read::read_set(&schema, table, Some(&ids));
             let exprs: Vec<String> = fields.iter().map(|f| f.expr.clone()).collect();
-            let rec = store::by_ids(&client, &rt, &exprs, &[], &[rid.clone()])
+            let rec = store::by_ids(&*client, &rt, &exprs, &[], &[rid.clone()])
                 .await?
                 .into_iter()
                 .find(|r| r.deleted_at.is_none())

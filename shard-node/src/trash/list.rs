@@ -62,10 +62,10 @@ pub async fn list(
 ) -> ApiResult<Map<String, Value>> {
     db.measured(DbOp::ListTrash, async {
         let client = db.client().await?;
-        let table = RecordTable::load(&client, database_id, table_id).await?;
-        let read = cells::read_fields(&client, &table, None).await?;
+        let table = RecordTable::load(&*client, database_id, table_id).await?;
+        let read = cells::read_fields(&*client, &table, None).await?;
         let mut rows =
-            store::trash_page(&client, &table, &read.exprs(), &[], after, size + 1).await?;
+            store::trash_page(&*client, &table, &read.exprs(), &[], after, size + 1).await?;
         let more = rows.len() as i64 > size;
         rows.truncate(size as usize);
         let next = match (more, rows.last()) {
