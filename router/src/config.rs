@@ -38,6 +38,71 @@ pub struct Config {
     /// Serving threads (`ROUTER_THREADS`, default one per CPU): each runs its
     /// own single-threaded runtime and listener (see `cores`).
     pub threads: usize,
+    /// Bounds on client connections and on waits for clients and shards.
+    pub connections: ConnectionLimits,
+}
+
+/// What keeps slow or idle clients, and a shard that does not answer, from
+/// holding the router's connections and in-flight slots
+/// (docs/CONVENTIONS.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// `ROUTER_MAX_CONNECTIONS`: client connections open at once, across
+    /// cores; beyond it new connections wait in the listen backlog until
+    /// one closes.
+    pub max_connections: usize,
+    /// `ROUTER_IDLE_TIMEOUT_SECS`: how long a connection may take to send
+    /// the whole head of its next request, idle keep-alive time included;
+    /// then it is closed.
+    pub idle_timeout: Duration,
+    /// `ROUTER_BODY_TIMEOUT_SECS`: how long a request body may take to
+    /// arrive whole, from when the router starts reading it; then 408.
+    pub body_timeout: Duration,
+    /// `ROUTER_SHARD_TIMEOUT_MS`: how long a shard may take to answer (the
+    /// response head); then 504. Above the shard's own schema time limit.
+    pub shard_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 4096,
+            idle_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(30),
+            shard_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl ConnectionLimits {
+    fn from_env() -> anyhow::Result<Self> {
+        let d = Self::default();
+        let positive = |name: &str, n: u64| {
+            anyhow::ensure!(n > 0, "{name} must be positive");
+            Ok(n)
+        };
+        Ok(Self {
+            max_connections: positive(
+                "ROUTER_MAX_CONNECTIONS",
+                number("ROUTER_MAX_CONNECTIONS", d.max_connections as u64)?,
+            )? as usize,
+            idle_timeout: Duration::from_secs(positive(
+                "ROUTER_IDLE_TIMEOUT_SECS",
+                number("ROUTER_IDLE_TIMEOUT_SECS", d.idle_timeout.as_secs())?,
+            )?),
+            body_timeout: Duration::from_secs(positive(
+                "ROUTER_BODY_TIMEOUT_SECS",
+                number("ROUTER_BODY_TIMEOUT_SECS", d.body_timeout.as_secs())?,
+            )?),
+            shard_timeout: Duration::from_millis(positive(
+                "ROUTER_SHARD_TIMEOUT_MS",
+                number(
+                    "ROUTER_SHARD_TIMEOUT_MS",
+                    d.shard_timeout.as_millis() as u64,
+                )?,
+            )?),
+        })
+    }
 }
 
 fn var_or(name: &str, default: &str) -> String {
@@ -79,6 +144,7 @@ impl Config {
                 0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
                 n => n,
             },
+            connections: ConnectionLimits::from_env()?,
         })
     }
 }

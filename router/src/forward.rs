@@ -1,16 +1,22 @@
 //! Forwarding to shard nodes: a pooled keep-alive HTTP/1 client, header
 //! hygiene (hop-by-hop, `x-cluster-*`, the client's credential), and request
 //! bodies either streamed or (when small and of known length) buffered so a
-//! 421 can be retried.
+//! 421 can be retried; either way under a deadline for the whole body.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response, Uri};
 use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
+use hyper::body::{Frame, Incoming, SizeHint};
+use tokio::time::Sleep;
 
-use crate::errors::{full, ApiError, Body};
+use crate::errors::{full, ApiError, Body, BoxError};
 use crate::shard_conn::{self, ShardPool};
-use crate::trace::TRACEPARENT;
+use crate::trace::{RequestSpan, TRACEPARENT};
 
 const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
 const PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
@@ -51,9 +57,10 @@ impl OutBody {
 }
 
 impl Forwarder {
-    pub fn new(max_idle_per_host: usize) -> Self {
+    /// `response_timeout`: how long a shard may take to answer (504 after).
+    pub fn new(max_idle_per_host: usize, response_timeout: Duration) -> Self {
         Self {
-            pool: ShardPool::new(max_idle_per_host),
+            pool: ShardPool::new(max_idle_per_host, response_timeout),
         }
     }
 
@@ -145,11 +152,14 @@ pub fn client_response(resp: Response<Incoming>) -> Response<Body> {
 }
 
 /// Buffers the body when it is known to be at most `limit` bytes (or absent),
-/// so the request can be retried; streams it otherwise.
+/// so the request can be retried; streams it otherwise. Either way the whole
+/// body must arrive within `time` (408 otherwise, see [`shard_failure`] for
+/// a streamed one).
 pub async fn prepare_body(
     headers: &HeaderMap,
     body: Incoming,
     limit: usize,
+    time: Duration,
 ) -> Result<OutBody, ApiError> {
     let length = headers
         .get(header::CONTENT_LENGTH)
@@ -158,24 +168,97 @@ pub async fn prepare_body(
     let chunked = headers.contains_key(header::TRANSFER_ENCODING);
     match (length, chunked) {
         (Some(n), false) if n <= limit as u64 => {
-            read_limited(body, limit).await.map(OutBody::Buffered)
+            read_limited(body, limit, time).await.map(OutBody::Buffered)
         }
         (None, false) => Ok(OutBody::Buffered(Bytes::new())),
-        _ => Ok(OutBody::Streaming(body.map_err(Into::into).boxed_unsync())),
+        _ => Ok(OutBody::Streaming(
+            Deadline::new(body, time).map_err(Into::into).boxed_unsync(),
+        )),
     }
 }
 
-/// Reads a whole body of at most `limit` bytes (400 beyond it).
-pub async fn read_limited(body: Incoming, limit: usize) -> Result<Bytes, ApiError> {
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+/// Reads a whole body of at most `limit` bytes (400 beyond it) that must
+/// arrive within `time` (408 otherwise).
+pub async fn read_limited(body: Incoming, limit: usize, time: Duration) -> Result<Bytes, ApiError> {
+    let read = Limited::new(body, limit).collect();
+    match tokio::time::timeout(time, read).await {
+        Err(_) => Err(ApiError::RequestTimeout),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
             Err(ApiError::BadRequest("Request body is too large.".into()))
         }
-        Err(_) => Err(ApiError::BadRequest(
+        Ok(Err(_)) => Err(ApiError::BadRequest(
             "Request body could not be read.".into(),
         )),
     }
+}
+
+/// The error a streamed body ends with when it did not arrive in time.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive in time")]
+pub struct BodyTimedOut;
+
+/// A client body that fails with [`BodyTimedOut`] once `time` has passed
+/// since it was wrapped, so a slow client cannot hold a shard connection
+/// and an in-flight slot for as long as it likes.
+pub struct Deadline {
+    body: Incoming,
+    sleep: Pin<Box<Sleep>>,
+}
+
+impl Deadline {
+    pub fn new(body: Incoming, time: Duration) -> Self {
+        Self {
+            body,
+            sleep: Box::pin(tokio::time::sleep(time)),
+        }
+    }
+}
+
+impl hyper::body::Body for Deadline {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if let Poll::Ready(frame) = Pin::new(&mut self.body).poll_frame(cx) {
+            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+        }
+        match self.sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(BodyTimedOut.into()))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The answer for a request a shard did not answer: 408 when the client's
+/// streamed body did not arrive in time, 504 when the shard took too long,
+/// otherwise `internal`. Logged here.
+pub fn shard_failure(span: &RequestSpan, shard: &str, e: shard_conn::Error) -> ApiError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(cause) = source {
+        if cause.is::<BodyTimedOut>() {
+            span.log(|| tracing::info!(shard, "request body did not arrive in time"));
+            return ApiError::RequestTimeout;
+        }
+        source = cause.source();
+    }
+    if let shard_conn::Error::Timeout(..) = e {
+        span.log(|| tracing::warn!(error = %e, "shard did not answer in time"));
+        return ApiError::GatewayTimeout;
+    }
+    span.log(|| tracing::error!(error = %e, shard, "shard unreachable"));
+    ApiError::Internal
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use hyper::body::Incoming;
 
 use crate::auth::Caller;
 use crate::errors::{ApiError, Body};
-use crate::forward::{client_response, prepare_body, request_headers};
+use crate::forward::{client_response, prepare_body, request_headers, shard_failure};
 use crate::state::AppState;
 use crate::trace::{self, RequestSpan};
 
@@ -47,7 +47,14 @@ pub async fn forward(
     }
 
     let (parts, body) = req.into_parts();
-    let body = prepare_body(&parts.headers, body, state.config.retry_buffer_limit).await?;
+    let limits = &state.config;
+    let body = prepare_body(
+        &parts.headers,
+        body,
+        limits.retry_buffer_limit,
+        limits.connections.body_timeout,
+    )
+    .await?;
 
     let mut shard_url = placement.shard.url.clone();
     let mut epoch = placement.epoch;
@@ -66,10 +73,7 @@ pub async fn forward(
             .forwarder
             .send(&shard_url, &parts.method, &parts.uri, headers, attempt)
             .await
-            .map_err(|e| {
-                span.log(|| tracing::error!(error = %e, shard = %shard_url, "shard unreachable"));
-                ApiError::Internal
-            })?;
+            .map_err(|e| shard_failure(span, &shard_url, e))?;
         if resp.status().as_u16() != MISPLACED_STATUS {
             return Ok(client_response(resp));
         }

@@ -47,6 +47,7 @@ fn config(cp: SocketAddr) -> router::Config {
         shutdown_grace: Duration::from_secs(5),
         retry_buffer_limit: 64 * 1024,
         threads: 2,
+        connections: Default::default(),
     }
 }
 

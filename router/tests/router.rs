@@ -271,6 +271,7 @@ async fn env_with_redis(key_limit: u64, anon_limit: u64, redis_url: String) -> E
         shutdown_grace: std::time::Duration::from_secs(1),
         retry_buffer_limit: 64 * 1024,
         threads: 1,
+        connections: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
