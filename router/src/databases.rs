@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::auth::Caller;
 use crate::errors::{full, json, ApiError, Body};
-use crate::forward::{client_response, read_limited, request_headers};
+use crate::forward::{client_response, read_limited, request_headers, shard_failure};
 use crate::principal_sign::Request;
 use crate::state::AppState;
 use crate::trace::{self, RequestSpan};
@@ -133,7 +133,7 @@ async fn lookup(
         .forwarder
         .send(shard_url, &Method::POST, &uri, headers, full(body))
         .await
-        .map_err(|e| internal(span, "shard unreachable for database lookup", e))?;
+        .map_err(|e| shard_failure(span, shard_url, e))?;
     let status = resp.status();
     let bytes = http_body_util::Limited::new(resp.into_body(), LOOKUP_REPLY_LIMIT)
         .collect()
@@ -170,7 +170,8 @@ pub async fn create(
         return Err(ApiError::Forbidden(forbidden::KEY_READ_ONLY));
     }
     let (parts, body) = req.into_parts();
-    let body: Bytes = read_limited(body, CREATE_BODY_LIMIT).await?;
+    let body_time = state.config.connections.body_timeout;
+    let body: Bytes = read_limited(body, CREATE_BODY_LIMIT, body_time).await?;
     let allocation = match state.control.allocate_database(caller.user_id()).await {
         Ok(a) => a,
         Err(ClientError::Api { status, body }) if (400..500).contains(&status) => {
@@ -218,7 +219,7 @@ pub async fn create(
                     || tracing::error!(error = %e, db = id, "releasing a failed allocation failed"),
                 );
             }
-            Err(internal(span, "shard unreachable for database creation", e))
+            Err(shard_failure(span, &allocation.shard.url, e))
         }
     };
     state.access.forget(caller.user_id());

@@ -1,7 +1,9 @@
 //! Forwarding to shard nodes: a pooled keep-alive HTTP/1 client, header
 //! hygiene (hop-by-hop, `x-cluster-*`, the client's credential), and request
-//! bodies read whole (the principal's signature covers their digest; a
-//! buffered body also lets a 421 be retried).
+//! bodies read whole under a deadline (the principal's signature covers
+//! their digest; a buffered body also lets a 421 be retried).
+
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response, Uri};
@@ -10,7 +12,7 @@ use hyper::body::Incoming;
 
 use crate::errors::{ApiError, Body};
 use crate::shard_conn::{self, ShardPool};
-use crate::trace::TRACEPARENT;
+use crate::trace::{RequestSpan, TRACEPARENT};
 
 const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
 const PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
@@ -35,9 +37,10 @@ pub struct Forwarder {
 }
 
 impl Forwarder {
-    pub fn new(max_idle_per_host: usize) -> Self {
+    /// `response_timeout`: how long a shard may take to answer (504 after).
+    pub fn new(max_idle_per_host: usize, response_timeout: Duration) -> Self {
         Self {
-            pool: ShardPool::new(max_idle_per_host),
+            pool: ShardPool::new(max_idle_per_host, response_timeout),
         }
     }
 
@@ -128,19 +131,17 @@ pub fn client_response(resp: Response<Incoming>) -> Response<Body> {
     Response::from_parts(parts, body.map_err(Into::into).boxed_unsync())
 }
 
-/// Reads the whole request body, at most `limit` bytes: a larger one (by its
-/// declared length, before reading, or as read) is a 400 naming the limit.
+/// Reads the whole request body (the principal's signature covers its
+/// digest; a buffered body also lets a 421 be retried): at most `limit`
+/// bytes, a larger one (by its declared length, before reading, or as read)
+/// is a 400 naming the limit; it must arrive whole within `time` (408
+/// otherwise).
 pub async fn prepare_body(
     headers: &HeaderMap,
     body: Incoming,
     limit: usize,
+    time: Duration,
 ) -> Result<Bytes, ApiError> {
-    let too_large = || {
-        ApiError::BadRequest(format!(
-            "Request body is larger than the {} limit.",
-            cluster_protocol::MAX_BODY_TEXT
-        ))
-    };
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -148,26 +149,39 @@ pub async fn prepare_body(
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_large());
     }
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
-        Err(_) => Err(ApiError::BadRequest(
+    read_limited(body, limit, time).await
+}
+
+fn too_large() -> ApiError {
+    ApiError::BadRequest(format!(
+        "Request body is larger than the {} limit.",
+        cluster_protocol::MAX_BODY_TEXT
+    ))
+}
+
+/// Reads a whole body of at most `limit` bytes (400 beyond it) that must
+/// arrive within `time` (408 otherwise).
+pub async fn read_limited(body: Incoming, limit: usize, time: Duration) -> Result<Bytes, ApiError> {
+    let read = Limited::new(body, limit).collect();
+    match tokio::time::timeout(time, read).await {
+        Err(_) => Err(ApiError::RequestTimeout),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Ok(Err(_)) => Err(ApiError::BadRequest(
             "Request body could not be read.".into(),
         )),
     }
 }
 
-/// Reads a whole body of at most `limit` bytes (400 beyond it).
-pub async fn read_limited(body: Incoming, limit: usize) -> Result<Bytes, ApiError> {
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            Err(ApiError::BadRequest("Request body is too large.".into()))
-        }
-        Err(_) => Err(ApiError::BadRequest(
-            "Request body could not be read.".into(),
-        )),
+/// The answer for a request a shard did not answer: 504 when the shard
+/// took too long, otherwise `internal`. Logged here.
+pub fn shard_failure(span: &RequestSpan, shard: &str, e: shard_conn::Error) -> ApiError {
+    if let shard_conn::Error::Timeout(..) = e {
+        span.log(|| tracing::warn!(error = %e, "shard did not answer in time"));
+        return ApiError::GatewayTimeout;
     }
+    span.log(|| tracing::error!(error = %e, shard, "shard unreachable"));
+    ApiError::Internal
 }
 
 #[cfg(test)]

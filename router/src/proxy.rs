@@ -10,7 +10,7 @@ use hyper::body::Incoming;
 
 use crate::auth::Caller;
 use crate::errors::{full, ApiError, Body};
-use crate::forward::{client_response, prepare_body, request_headers};
+use crate::forward::{client_response, prepare_body, request_headers, shard_failure};
 use crate::principal_sign::Request;
 use crate::state::AppState;
 use crate::trace::{self, RequestSpan};
@@ -47,7 +47,13 @@ pub async fn forward(
     }
 
     let (parts, body) = req.into_parts();
-    let body = prepare_body(&parts.headers, body, cluster_protocol::MAX_BODY_BYTES).await?;
+    let body = prepare_body(
+        &parts.headers,
+        body,
+        cluster_protocol::MAX_BODY_BYTES,
+        state.config.connections.body_timeout,
+    )
+    .await?;
     let signed = Request {
         method: &parts.method,
         uri: &parts.uri,
@@ -77,10 +83,7 @@ pub async fn forward(
                 full(body.clone()),
             )
             .await
-            .map_err(|e| {
-                span.log(|| tracing::error!(error = %e, shard = %shard_url, "shard unreachable"));
-                ApiError::Internal
-            })?;
+            .map_err(|e| shard_failure(span, &shard_url, e))?;
         if resp.status().as_u16() != MISPLACED_STATUS {
             return Ok(client_response(resp));
         }

@@ -291,9 +291,9 @@ async fn env_with_config(
         max_in_flight: 1000,
         pool_max_idle_per_host: 16,
         shutdown_grace: std::time::Duration::from_secs(1),
-        retry_buffer_limit: 64 * 1024,
         hash_limits: router::keys::HashLimits::default(),
         threads: 1,
+        connections: Default::default(),
     };
     tweak(&mut config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

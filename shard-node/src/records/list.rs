@@ -354,12 +354,12 @@ pub async fn list(
                 // An id is looked up in the catalog; PostgreSQL text cannot
                 // hold NUL, so such a reference can only be a name (none).
                 let by_id = if r.starts_with("viw_") && !r.contains('\0') {
-                    views::get(&client, database_id, r).await?
+                    views::get(&*client, database_id, r).await?
                 } else {
                     None
                 };
                 let all = if by_id.is_none() {
-                    views::list_for_table(&client, table_id).await?
+                    views::list_for_table(&*client, table_id).await?
                 } else {
                     Vec::new()
                 };

@@ -62,10 +62,10 @@ pub async fn list(
 ) -> ApiResult<Map<String, Value>> {
     db.measured(DbOp::ListTrash, async {
         let client = db.client().await?;
-        let table = RecordTable::load(&client, database_id, table_id).await?;
-        let read = cells::read_fields(&client, &table, None).await?;
+        let table = RecordTable::load(&*client, database_id, table_id).await?;
+        let read = cells::read_fields(&*client, &table, None).await?;
         let mut rows = store::trash_page(
-            &client,
+            &*client,
             &table,
             &read.exprs(),
             &read.values,

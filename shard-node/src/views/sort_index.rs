@@ -41,19 +41,34 @@ fn first_sort_column(
 
 /// Builds the index for `config`'s first sort (concurrently, after the view
 /// is saved). A failure is logged and the view stands: the index only
-/// makes reads faster.
+/// makes reads faster. The build runs as a task of its own on a
+/// maintenance session (its own, longer time limit; no request session
+/// held): the request waits for it, but a request abandoned meanwhile does
+/// not cancel it half-built.
 pub async fn ensure(db: &Db, database_id: &str, table_id: &str, config: &Value) {
-    let result = async {
-        let client = db.client().await?;
-        let schema = crate::schema::cache::load(&client, database_id).await?;
-        if let Some(field_id) = first_sort_column(&schema, table_id, config) {
-            crate::tenant_schema::create_sort_index(&client, database_id, table_id, &field_id)
+    let (db, database_id, table_id) = (db.clone(), database_id.to_owned(), table_id.to_owned());
+    let config = config.clone();
+    let build = tokio::spawn(async move {
+        let result = async {
+            let client = db.maintenance_client().await?;
+            let schema = crate::schema::cache::load(&client, &database_id).await?;
+            if let Some(field_id) = first_sort_column(&schema, &table_id, &config) {
+                crate::tenant_schema::create_sort_index(
+                    &client,
+                    &database_id,
+                    &table_id,
+                    &field_id,
+                )
                 .await?;
+            }
+            Ok::<_, crate::error::ApiError>(())
         }
-        Ok::<_, crate::error::ApiError>(())
-    }
-    .await;
-    if let Err(e) = result {
-        tracing::warn!(table = %table_id, error = ?e, "view sort index not built");
+        .await;
+        if let Err(e) = result {
+            tracing::warn!(table = %table_id, error = ?e, "view sort index not built");
+        }
+    });
+    if let Err(e) = build.await {
+        tracing::warn!(error = %e, "view sort index task failed");
     }
 }

@@ -9,7 +9,7 @@ use cluster_protocol::control::{Access, Allocation, Role, ShardRef};
 use cluster_protocol::ids;
 use cluster_protocol::principal::Principal;
 use serde_json::Value;
-use shard_node::config::{Config, Secret};
+use shard_node::config::{Config, DbLimits, Secret};
 use tokio::sync::OnceCell;
 
 pub const SECRET: &str = "test-cluster-secret";
@@ -145,6 +145,11 @@ pub async fn force_drop_database(name: &str) {
 }
 
 pub async fn spawn_app_on(url: String) -> TestApp {
+    spawn_app_with(url, 4, DbLimits::default()).await
+}
+
+/// A node with its own pool size and time limits.
+pub async fn spawn_app_with(url: String, pool_size: usize, db_limits: DbLimits) -> TestApp {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let config = Config {
@@ -154,8 +159,9 @@ pub async fn spawn_app_on(url: String) -> TestApp {
         cluster_secret: Secret::new(SECRET),
         control_plane_url: None,
         control_plane_token: None,
-        pool_size: 4,
+        pool_size,
         trash: Default::default(),
+        db_limits,
     };
     tokio::spawn(async move {
         if let Err(e) = shard_node::run_until(config, listener, std::future::pending()).await {
