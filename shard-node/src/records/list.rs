@@ -2,10 +2,11 @@
 //! same parameters in a JSON body): filter, view, sort, search, fields,
 //! keyset paging by bookmark, and the reply shape options.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use axum::extract::{Path, Query, State};
-use filter_lang::{filter, parse_sort, Bookmark, FieldKey, Sort, SqlValue};
+use filter_lang::bookmark::fingerprint;
+use filter_lang::{filter, parse_sort, Bookmark, BookmarkKey, FieldKey, Sort, SqlValue};
 use serde_json::{Map, Value};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::Row;
@@ -26,6 +27,22 @@ use crate::state::{AppState, Db, DbOp};
 /// emptied (distinct filter/sort/field shapes; each holds a plan in its
 /// PostgreSQL backend).
 const PAGE_STATEMENTS_PER_CONNECTION: usize = 256;
+
+/// Most entries the `fields` parameter may name: the fields a table may
+/// have (part C), so naming every field once always fits. Each entry is
+/// resolved against the table, so an unbounded list was unbounded work.
+pub const MAX_FIELDS_PARAM: usize = crate::config::MAX_FIELDS_PER_TABLE as usize;
+
+/// `fields` within [`MAX_FIELDS_PARAM`] entries.
+fn check_fields_len(fields: Option<Vec<String>>) -> ApiResult<Option<Vec<String>>> {
+    match fields {
+        Some(f) if f.len() > MAX_FIELDS_PARAM => Err(ApiError::bad_request(format!(
+            "fields may name at most {MAX_FIELDS_PARAM} fields; this request names {}.",
+            f.len()
+        ))),
+        other => Ok(other),
+    }
+}
 
 /// Every list parameter, as sent.
 pub struct ListParams {
@@ -74,7 +91,7 @@ impl ListParams {
             filter,
             sort: q.get("sort").cloned(),
             search: q.get("search").cloned(),
-            fields: q.get("fields").map(|s| comma_list(s)),
+            fields: check_fields_len(q.get("fields").map(|s| comma_list(s)))?,
             page_size: page_size(
                 q.get("page_size")
                     .map(|s| Value::String(s.clone()))
@@ -89,6 +106,12 @@ impl ListParams {
         let fields = match b.get("fields") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(comma_list(s)),
+            Some(Value::Array(items)) if items.len() > MAX_FIELDS_PARAM => {
+                return Err(ApiError::bad_request(format!(
+                    "fields may name at most {MAX_FIELDS_PARAM} fields; this request names {}.",
+                    items.len()
+                )))
+            }
             Some(Value::Array(items)) => Some(
                 items
                     .iter()
@@ -111,7 +134,7 @@ impl ListParams {
             filter,
             sort: text_param(b.get("sort"), "sort")?,
             search: text_param(b.get("search"), "search")?,
-            fields,
+            fields: check_fields_len(fields)?,
             page_size: page_size(b.get("page_size"))?,
             bookmark: text_param(b.get("bookmark"), "bookmark")?,
             shape: Shape::parse(|k| b.get(k).map(Raw::Json))?,
@@ -172,8 +195,9 @@ struct PageQuery<'a> {
     limit: &'a str,
     values: &'a [SqlValue],
     take: usize,
-    /// The ordering's fingerprint a bookmark carries.
+    /// The fingerprint a bookmark is signed under ([`bookmark_order`]).
     order: String,
+    key: BookmarkKey,
 }
 
 /// A page's rows (cells from column 5 on) and its bookmark.
@@ -196,7 +220,7 @@ impl PageQuery<'_> {
             values,
             id: last.try_get(0)?,
         };
-        Ok(Some(bookmark.encode()))
+        Ok(Some(bookmark.encode(&self.key)))
     }
 
     /// The page in one prepared statement (`store::page_sql`).
@@ -294,19 +318,62 @@ fn view_columns(view: &View, table: &crate::schema::TableSchema) -> Vec<String> 
             })
             .unwrap_or_default()
     };
-    let order = ids("field_order");
-    let hidden = ids("hidden_fields");
-    let mut out: Vec<String> = order
+    let hidden: HashSet<String> = ids("hidden_fields").into_iter().collect();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut out: Vec<String> = ids("field_order")
         .into_iter()
-        .filter(|id| table.field(id).is_some())
+        .filter(|id| table.field(id).is_some() && seen.insert(id.clone()))
         .collect();
     for f in &table.fields {
-        if !out.contains(&f.id) {
+        if seen.insert(f.id.clone()) {
             out.push(f.id.clone());
         }
     }
     out.retain(|id| !hidden.contains(id));
     out
+}
+
+/// The key bookmarks are signed with: derived from the cluster secret, so
+/// every node of the cluster shares it.
+pub fn bookmark_key(state: &AppState) -> BookmarkKey {
+    BookmarkKey::derive(state.secret.expose().as_bytes())
+}
+
+/// A filter as canonical JSON text (a JSON string holding the filter is
+/// read as the filter it holds).
+fn canonical(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => serde_json::from_str::<Value>(s)
+            .map(|v| v.to_string())
+            .unwrap_or_else(|_| s.clone()),
+        Some(v) => v.to_string(),
+    }
+}
+
+/// Everything a records bookmark is valid under, by ids (stable across
+/// renames, nodes and database moves): the table, the view, where the
+/// order comes from and its terms, the request's filter and the view's,
+/// and the search term. A bookmark resumed under anything else is a 400.
+fn bookmark_order(
+    table_id: &str,
+    view: Option<&View>,
+    source: &str,
+    sort: &Sort,
+    fschema: &filter_lang::Schema,
+    p: &ListParams,
+) -> String {
+    let view_filter = view.and_then(|v| v.config.get("filters"));
+    fingerprint(&[
+        "records",
+        table_id,
+        view.map_or("", |v| v.id.as_str()),
+        source,
+        &sort.fingerprint(fschema),
+        &canonical(p.filter.as_ref()),
+        &canonical(view_filter),
+        p.search.as_deref().map_or("", str::trim),
+    ])
 }
 
 pub async fn list(
@@ -357,32 +424,30 @@ pub async fn list(
                 flt = vf.and(flt);
             }
         }
-        let (sort, order) = match (&p.sort, &view) {
-            (Some(s), _) => (
-                parse_sort(s, &fschema).map_err(filter_error)?,
-                String::new(),
-            ),
+        let (sort, source) = match (&p.sort, &view) {
+            (Some(s), _) => (parse_sort(s, &fschema).map_err(filter_error)?, "sort"),
             (None, Some(v)) => match v.config.get("sorts").filter(|s| !s.is_null()) {
                 Some(s) => (
                     Sort::from_view_config(s, &fschema).map_err(filter_error)?,
-                    format!("view:{}", v.id),
+                    "view",
                 ),
-                None => (
-                    parse_sort("", &fschema).map_err(filter_error)?,
-                    format!("view:{}", v.id),
-                ),
+                None => (Sort::default(), "view"),
             },
-            (None, None) => (
-                parse_sort("", &fschema).map_err(filter_error)?,
-                String::new(),
-            ),
+            (None, None) => (Sort::default(), "sort"),
         };
+        let order = bookmark_order(table_id, view.as_ref(), source, &sort, &fschema, &p);
         let carried: Option<Vec<String>> = match (&p.fields, &view) {
-            (Some(refs), _) => Some(
-                refs.iter()
-                    .map(|r| super::cells::write::resolve(table, r).map(|f| f.id.clone()))
-                    .collect::<ApiResult<_>>()?,
-            ),
+            (Some(refs), _) => {
+                let mut seen = HashSet::new();
+                let mut ids = Vec::with_capacity(refs.len());
+                for r in refs {
+                    let id = &super::cells::write::resolve(table, r)?.id;
+                    if seen.insert(id.as_str()) {
+                        ids.push(id.clone());
+                    }
+                }
+                Some(ids)
+            }
             (None, Some(v)) => Some(view_columns(v, table)),
             (None, None) => None,
         };
@@ -419,7 +484,8 @@ pub async fn list(
         let plan = sort.plan(&fschema, "r", &mut params);
         let resume = match &p.bookmark {
             Some(text) => {
-                let b = Bookmark::decode(text).map_err(filter_error)?;
+                let b =
+                    Bookmark::decode(text, &bookmark_key(state), &order).map_err(filter_error)?;
                 Some(plan.resume(&b, &order, &mut params).map_err(filter_error)?)
             }
             None => None,
@@ -448,6 +514,7 @@ pub async fn list(
             values: params.values(),
             take,
             order,
+            key: bookmark_key(state),
         };
         let split = match planned_per_call {
             true => page.read_in_two(&client).await?,

@@ -78,6 +78,7 @@ pub fn check_live(
 
 /// A list of `rec_` ids (strings), duplicates taken once, order kept.
 pub fn record_ids(items: &[Value], what: &str) -> ApiResult<Vec<String>> {
+    let mut seen = std::collections::HashSet::with_capacity(items.len());
     let mut ids: Vec<String> = Vec::with_capacity(items.len());
     for item in items {
         let Value::String(id) = item else {
@@ -85,7 +86,7 @@ pub fn record_ids(items: &[Value], what: &str) -> ApiResult<Vec<String>> {
                 "{what} must be record ids (strings)."
             )));
         };
-        if !ids.contains(id) {
+        if seen.insert(id.as_str()) {
             ids.push(id.clone());
         }
     }
