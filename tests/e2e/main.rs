@@ -1,6 +1,7 @@
 //! One test binary for the whole end-to-end suite (links once).
 
 mod auth;
+mod client_errors;
 mod databases;
 mod fields;
 mod fixtures;
@@ -11,6 +12,7 @@ mod records_links;
 mod records_upsert_race;
 mod roles;
 mod routing;
+mod security_limits;
 mod shard_direct;
 mod tables;
 mod trash;

@@ -112,32 +112,51 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
     }
 }
 
+/// How much of a body over the limit is read (and dropped) before the 400
+/// is answered: a peer that is still writing (the router streams bodies)
+/// only reads a reply once its write is done, so answering at once would
+/// close the connection under it and the client would see the router's 500
+/// instead of this 400. Past this, the node answers and closes.
+const DRAIN_LIMIT_BYTES: usize = 4 * BODY_LIMIT_BYTES;
+
 /// The body, refused (400 naming the limit) past [`BODY_LIMIT_BYTES`],
-/// whether declared or streamed.
+/// whether declared or streamed; a body over the limit is drained (up to
+/// [`DRAIN_LIMIT_BYTES`]) before the refusal, never kept.
 async fn read_bounded(request: Request) -> ApiResult<axum::body::Bytes> {
+    use http_body_util::BodyExt;
     let declared = request
         .headers()
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > BODY_LIMIT_BYTES as u64) {
+    if declared.is_some_and(|n| n > DRAIN_LIMIT_BYTES as u64) {
         return Err(too_large());
     }
-    let bytes = axum::body::to_bytes(request.into_body(), BODY_LIMIT_BYTES)
-        .await
-        .map_err(|e| {
-            let over =
-                std::iter::successors(Some(&e as &(dyn std::error::Error + 'static)), |err| {
-                    err.source()
-                })
-                .any(|err| err.is::<http_body_util::LengthLimitError>());
-            if over {
-                too_large()
-            } else {
-                ApiError::bad_request("Request body could not be read.")
-            }
-        })?;
-    Ok(bytes)
+    let mut over = declared.is_some_and(|n| n > BODY_LIMIT_BYTES as u64);
+    let mut kept: Vec<u8> = Vec::new();
+    let mut seen = 0usize;
+    let mut body = request.into_body();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|_| ApiError::bad_request("Request body could not be read."))?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        seen += data.len();
+        if seen > DRAIN_LIMIT_BYTES {
+            return Err(too_large());
+        }
+        if !over && kept.len() + data.len() > BODY_LIMIT_BYTES {
+            over = true;
+            kept = Vec::new();
+        }
+        if !over {
+            kept.extend_from_slice(&data);
+        }
+    }
+    if over {
+        return Err(too_large());
+    }
+    Ok(axum::body::Bytes::from(kept))
 }
 
 /// A required string that is non-empty after trimming; returned untrimmed.

@@ -5,18 +5,18 @@
 use std::collections::{HashMap, HashSet};
 
 use axum::extract::{Path, Query, State};
-use filter_lang::bookmark::fingerprint;
 use filter_lang::{filter, parse_sort, Bookmark, BookmarkKey, FieldKey, Sort, SqlValue};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::Row;
 
+use super::bookmarks::{bookmark_key, bookmark_order};
 use super::cells::read;
+use super::filter_error;
+pub use super::list_params::ListParams;
 use super::page::{self, JsonBytes};
-use super::reply::{Raw, Shape};
 use super::store;
 use super::table::RecordTable;
-use super::{filter_error, page_size};
 use crate::auth::{Access, Reader};
 use crate::catalog::views::{self, View};
 use crate::error::{ApiError, ApiResult};
@@ -27,120 +27,6 @@ use crate::state::{AppState, Db, DbOp};
 /// emptied (distinct filter/sort/field shapes; each holds a plan in its
 /// PostgreSQL backend).
 const PAGE_STATEMENTS_PER_CONNECTION: usize = 256;
-
-/// Most entries the `fields` parameter may name: the fields a table may
-/// have (part C), so naming every field once always fits. Each entry is
-/// resolved against the table, so an unbounded list was unbounded work.
-pub const MAX_FIELDS_PARAM: usize = crate::config::MAX_FIELDS_PER_TABLE as usize;
-
-/// `fields` within [`MAX_FIELDS_PARAM`] entries.
-fn check_fields_len(fields: Option<Vec<String>>) -> ApiResult<Option<Vec<String>>> {
-    match fields {
-        Some(f) if f.len() > MAX_FIELDS_PARAM => Err(ApiError::bad_request(format!(
-            "fields may name at most {MAX_FIELDS_PARAM} fields; this request names {}.",
-            f.len()
-        ))),
-        other => Ok(other),
-    }
-}
-
-/// Every list parameter, as sent.
-pub struct ListParams {
-    pub view: Option<String>,
-    pub filter: Option<Value>,
-    pub sort: Option<String>,
-    pub search: Option<String>,
-    pub fields: Option<Vec<String>>,
-    pub page_size: i64,
-    pub bookmark: Option<String>,
-    pub shape: Shape,
-}
-
-fn text_param(v: Option<&Value>, name: &str) -> ApiResult<Option<String>> {
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(ApiError::bad_request(format!("{name} must be a string."))),
-    }
-}
-
-fn comma_list(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(|p| p.trim().to_owned())
-        .filter(|p| !p.is_empty())
-        .collect()
-}
-
-impl ListParams {
-    pub fn from_query(q: &HashMap<String, String>) -> ApiResult<ListParams> {
-        let filter = match q.get("filter") {
-            None => None,
-            Some(s) if s.trim().is_empty() => None,
-            Some(s) => Some(
-                serde_json::from_str::<Value>(s)
-                    .map_err(|_| ApiError::bad_request("filter must be valid JSON."))?,
-            ),
-        };
-        let mut shape = Shape::from_query(q)?;
-        shape.link_display_cap = q
-            .get("link_display_cap")
-            .and_then(|s| s.parse::<usize>().ok())
-            .filter(|n| (1..=1000).contains(n));
-        Ok(ListParams {
-            view: q.get("view").cloned(),
-            filter,
-            sort: q.get("sort").cloned(),
-            search: q.get("search").cloned(),
-            fields: check_fields_len(q.get("fields").map(|s| comma_list(s)))?,
-            page_size: page_size(
-                q.get("page_size")
-                    .map(|s| Value::String(s.clone()))
-                    .as_ref(),
-            )?,
-            bookmark: q.get("bookmark").cloned(),
-            shape,
-        })
-    }
-
-    pub fn from_body(b: &Map<String, Value>) -> ApiResult<ListParams> {
-        let fields = match b.get("fields") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(comma_list(s)),
-            Some(Value::Array(items)) if items.len() > MAX_FIELDS_PARAM => {
-                return Err(ApiError::bad_request(format!(
-                    "fields may name at most {MAX_FIELDS_PARAM} fields; this request names {}.",
-                    items.len()
-                )))
-            }
-            Some(Value::Array(items)) => Some(
-                items
-                    .iter()
-                    .map(|i| i.as_str().map(str::to_owned))
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| ApiError::bad_request("fields must be a list of strings."))?,
-            ),
-            Some(_) => {
-                return Err(ApiError::bad_request(
-                    "fields must be a list or a comma list.",
-                ))
-            }
-        };
-        let filter = match b.get("filter") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(v.clone()),
-        };
-        Ok(ListParams {
-            view: text_param(b.get("view"), "view")?,
-            filter,
-            sort: text_param(b.get("sort"), "sort")?,
-            search: text_param(b.get("search"), "search")?,
-            fields: check_fields_len(fields)?,
-            page_size: page_size(b.get("page_size"))?,
-            bookmark: text_param(b.get("bookmark"), "bookmark")?,
-            shape: Shape::parse(|k| b.get(k).map(Raw::Json))?,
-        })
-    }
-}
 
 pub async fn get_handler(
     Reader(access): Reader,
@@ -331,49 +217,6 @@ fn view_columns(view: &View, table: &crate::schema::TableSchema) -> Vec<String> 
     }
     out.retain(|id| !hidden.contains(id));
     out
-}
-
-/// The key bookmarks are signed with: derived from the cluster secret, so
-/// every node of the cluster shares it.
-pub fn bookmark_key(state: &AppState) -> BookmarkKey {
-    BookmarkKey::derive(state.secret.expose().as_bytes())
-}
-
-/// A filter as canonical JSON text (a JSON string holding the filter is
-/// read as the filter it holds).
-fn canonical(v: Option<&Value>) -> String {
-    match v {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => serde_json::from_str::<Value>(s)
-            .map(|v| v.to_string())
-            .unwrap_or_else(|_| s.clone()),
-        Some(v) => v.to_string(),
-    }
-}
-
-/// Everything a records bookmark is valid under, by ids (stable across
-/// renames, nodes and database moves): the table, the view, where the
-/// order comes from and its terms, the request's filter and the view's,
-/// and the search term. A bookmark resumed under anything else is a 400.
-fn bookmark_order(
-    table_id: &str,
-    view: Option<&View>,
-    source: &str,
-    sort: &Sort,
-    fschema: &filter_lang::Schema,
-    p: &ListParams,
-) -> String {
-    let view_filter = view.and_then(|v| v.config.get("filters"));
-    fingerprint(&[
-        "records",
-        table_id,
-        view.map_or("", |v| v.id.as_str()),
-        source,
-        &sort.fingerprint(fschema),
-        &canonical(p.filter.as_ref()),
-        &canonical(view_filter),
-        p.search.as_deref().map_or("", str::trim),
-    ])
 }
 
 pub async fn list(

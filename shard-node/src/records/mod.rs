@@ -10,12 +10,14 @@
 //! * [`events`]: the one place where record writes hand their events to
 //!   webhooks, inside the write's transaction.
 
+pub mod bookmarks;
 pub mod cells;
 pub mod create;
 pub mod delete;
 pub mod events;
 pub mod get;
 pub mod list;
+pub mod list_params;
 pub mod page;
 pub mod press;
 pub mod reply;

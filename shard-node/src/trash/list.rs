@@ -35,7 +35,7 @@ pub async fn handler(
             .map(|s| Value::String(s.clone()))
             .as_ref(),
     )?;
-    let key = crate::records::list::bookmark_key(&state);
+    let key = crate::records::bookmarks::bookmark_key(&state);
     let after = match query.get("bookmark") {
         None => None,
         Some(text) => Some(decode(text, &key, &id)?),
