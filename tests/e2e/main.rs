@@ -1,6 +1,7 @@
 //! One test binary for the whole end-to-end suite (links once).
 
 mod auth;
+mod client_errors;
 mod cross_tenant;
 mod databases;
 mod fields;
@@ -14,6 +15,7 @@ mod roles;
 mod routing;
 mod security_injection;
 mod security_keys;
+mod security_limits;
 mod security_privilege;
 mod shard_direct;
 mod tables;
