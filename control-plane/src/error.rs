@@ -18,6 +18,9 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// 503: a dependency (Redis) refused a write the change needs; nothing changed.
+    #[error("{0}")]
+    Unavailable(String),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -45,6 +48,7 @@ impl ApiError {
             ),
             ApiError::NotFound(m) => ErrorBody::new(ErrorCode::NotFound, m.clone()),
             ApiError::Conflict(m) => ErrorBody::new(ErrorCode::Conflict, m.clone()),
+            ApiError::Unavailable(m) => ErrorBody::unavailable(m.clone()),
             ApiError::Internal(_) => ErrorBody::internal(),
         }
     }
@@ -64,8 +68,10 @@ impl From<deadpool_postgres::PoolError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        if let ApiError::Internal(e) = &self {
-            tracing::error!(error = format!("{e:#}"), "internal error");
+        match &self {
+            ApiError::Internal(e) => tracing::error!(error = format!("{e:#}"), "internal error"),
+            ApiError::Unavailable(m) => tracing::warn!(message = %m, "change refused"),
+            _ => {}
         }
         let body = self.body();
         let status =

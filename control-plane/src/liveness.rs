@@ -2,13 +2,20 @@
 //! (`cluster:key:{id}` = version), user access versions
 //! (`cluster:user:{id}` = version) and invalidation messages.
 //!
-//! Failure policy: PostgreSQL is the source of truth. After a successful
-//! catalog write, seeding a version or publishing an invalidation is best
-//! effort (logged as a warning): a missing liveness key only makes a router
-//! ask the control plane again, and a stale version is corrected by the next
-//! re-seed. Clearing liveness on revocation and suspension is different: a
-//! liveness key left behind would let a revoked key keep working, so
-//! [`Liveness::clear_keys`] returns its error and those requests fail (500).
+//! Failure policy: PostgreSQL is the source of truth, and a router trusts its
+//! cached copy of a key or of a user's access only while Redis holds the
+//! same version (an absent version makes it ask the control plane again).
+//! So every change that can take rights away (revocation, suspension, a
+//! key's update, any membership or support change) fails closed: with the
+//! catalog row locked, the version key is DELETED before the commit, and if
+//! Redis does not confirm the delete the transaction is rolled back and the
+//! change fails ([`Liveness::clear_keys`], [`Liveness::clear_user`]: 503,
+//! nothing changed). After the commit, storing the new version and
+//! publishing an invalidation are best effort (a warning): if they fail the
+//! version stays absent and routers keep asking the control plane.
+//! Re-seeds (`GET /internal/keys/{id}`, `GET /internal/users/{id}/access`)
+//! write while holding a share lock on the rows they read, so a re-seed of
+//! an old version cannot land after a change's delete.
 
 use cluster_protocol::control::redis_keys::{self, Invalidation, INVALIDATION_CHANNEL};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -78,6 +85,12 @@ impl Liveness {
         let names: Vec<String> = key_ids.iter().map(|k| redis_keys::key_version(k)).collect();
         let mut c = self.conn.clone();
         Self::bounded(c.del::<_, ()>(names)).await
+    }
+
+    /// Deletes a user's access version. Callers must fail on error.
+    pub async fn clear_user(&self, user_id: &str) -> anyhow::Result<()> {
+        let mut c = self.conn.clone();
+        Self::bounded(c.del::<_, ()>(redis_keys::user_version(user_id))).await
     }
 
     pub async fn set_user_version(&self, user_id: &str, version: i64) -> anyhow::Result<()> {

@@ -21,7 +21,7 @@
 import http from 'k6/http';
 import { check } from 'k6';
 import { Counter, Rate, Trend } from 'k6/metrics';
-import crypto from 'k6/crypto';
+import { signedHeaders } from './sign.js';
 import encoding from 'k6/encoding';
 import { pathOf, seconds } from './interleave.js';
 
@@ -55,17 +55,12 @@ const principal = encoding.b64encode(JSON.stringify({
   database_id: fx.database_id, role: 'owner', support: false,
 }), 'rawurl');
 
-function headers(kind) {
+function headers(kind, method, url, body) {
   if (kind !== 'direct') {
     return { Authorization: `Bearer ${fx.token}`, 'Content-Type': 'application/json' };
   }
-  const ts = Math.floor(Date.now() / 1000).toString();
-  return {
-    'x-cluster-principal': principal,
-    'x-cluster-timestamp': ts,
-    'x-cluster-signature': crypto.hmac('sha256', SECRET, `${ts}.${principal}`, 'hex'),
-    'Content-Type': 'application/json',
-  };
+  return Object.assign(signedHeaders(SECRET, principal, method, url, body),
+    { 'Content-Type': 'application/json' });
 }
 
 const filter = encodeURIComponent(JSON.stringify({ conditions: [
@@ -101,14 +96,17 @@ export default function (data) {
       recs.push({ fields: { Name: `New ${__VU}-${n}`, Email: `n${__VU}-${n}@example.com`, Score: n % 1000,
         Due: '2025-05-05', Stamp: '2025-05-05T10:00:00Z', Status: 'doing', Notes: 'created by k6', Owner: [fx.owner] } });
     }
-    const r = http.post(records(PATH_KIND), JSON.stringify({ records: recs }), { headers: headers(PATH_KIND) });
+    const body = JSON.stringify({ records: recs });
+    const url = records(PATH_KIND);
+    const r = http.post(url, body, { headers: headers(PATH_KIND, 'POST', url, body) });
     check(r, { '200': (x) => x.status === 200 });
     return;
   }
   const kind = PATHS.length === 1 ? PATHS[0] : pathOf(Math.floor((Date.now() - data.t0) / SLICE_MS));
   let q = QUERIES[QUERY];
   if (data.bookmark) q += `${q ? '&' : ''}bookmark=${encodeURIComponent(data.bookmark)}`;
-  const r = http.get(`${records(kind)}?page_size=100${q ? '&' + q : ''}`, { headers: headers(kind) });
+  const url = `${records(kind)}?page_size=100${q ? '&' + q : ''}`;
+  const r = http.get(url, { headers: headers(kind, 'GET', url) });
   const ok = check(r, { '200': (x) => x.status === 200 });
   const m = metrics[kind];
   m.duration.add(r.timings.duration);

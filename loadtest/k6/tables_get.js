@@ -32,7 +32,7 @@
 // relative to the working directory) receives the machine-readable summary.
 import http from 'k6/http';
 import { check, sleep } from 'k6';
-import crypto from 'k6/crypto';
+import { signedHeaders } from './sign.js';
 import encoding from 'k6/encoding';
 import exec from 'k6/execution';
 import { pathOf, seconds } from './interleave.js';
@@ -154,17 +154,15 @@ export function setup() {
 
 export function viaRouter() {
   const p = pick();
-  const headers = PROXY_URL ? signedHeaders(p) : p.auth;
+  const headers = PROXY_URL ? signedHeadersFor(p, p.routerUrl) : p.auth;
   const r = http.get(p.routerUrl, { headers, tags: { path: 'router' } });
   check(r, { 'router 200': (res) => res.status === 200 });
 }
 
-// The router's signature headers for p's principal, signed now.
-function signedHeaders(p) {
-  // Re-signed per request with the current timestamp (valid +-300 s).
-  const ts = String(Math.floor(Date.now() / 1000));
-  const sig = crypto.hmac('sha256', CLUSTER_SECRET, `${ts}.${p.principal}`, 'hex');
-  return { 'x-cluster-principal': p.principal, 'x-cluster-timestamp': ts, 'x-cluster-signature': sig };
+// The router's signature headers for p's principal, signed now for `url`
+// (re-signed per request with the current timestamp, valid +-300 s).
+function signedHeadersFor(p, url) {
+  return signedHeaders(CLUSTER_SECRET, p.principal, 'GET', url);
 }
 
 export function interleaved(data) {
@@ -181,7 +179,7 @@ export function viaRouterPaced() {
 
 export function direct() {
   const p = pick();
-  const r = http.get(p.directUrl, { headers: signedHeaders(p), tags: { path: 'direct' } });
+  const r = http.get(p.directUrl, { headers: signedHeadersFor(p, p.directUrl), tags: { path: 'direct' } });
   check(r, { 'direct 200': (res) => res.status === 200 });
 }
 

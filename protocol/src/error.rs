@@ -33,6 +33,14 @@ pub enum ErrorCode {
     Conflict,
     RateLimited,
     Internal,
+    /// 408: the request body did not arrive within the router's time limit.
+    RequestTimeout,
+    /// 503: the service cannot take the request now (a shard's connections
+    /// are all busy, a table is locked by a change); `Retry-After` says when
+    /// to try again.
+    Unavailable,
+    /// 504: the shard holding the database did not answer in time.
+    GatewayTimeout,
 }
 
 impl ErrorCode {
@@ -45,6 +53,9 @@ impl ErrorCode {
             ErrorCode::Conflict => 409,
             ErrorCode::RateLimited => 429,
             ErrorCode::Internal => 500,
+            ErrorCode::RequestTimeout => 408,
+            ErrorCode::Unavailable => 503,
+            ErrorCode::GatewayTimeout => 504,
         }
     }
 
@@ -57,6 +68,9 @@ impl ErrorCode {
             ErrorCode::Conflict => "conflict",
             ErrorCode::RateLimited => "rate_limited",
             ErrorCode::Internal => "internal",
+            ErrorCode::RequestTimeout => "request_timeout",
+            ErrorCode::Unavailable => "unavailable",
+            ErrorCode::GatewayTimeout => "gateway_timeout",
         }
     }
 }
@@ -106,6 +120,11 @@ impl ErrorBody {
         )
     }
 
+    /// 503 (the caller sends `Retry-After` with it).
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Unavailable, message)
+    }
+
     pub fn status(&self) -> u16 {
         self.code.status()
     }
@@ -140,6 +159,20 @@ mod tests {
         let e = ErrorBody::rate_limited(7);
         assert_eq!(e.message, "Too many requests. Retry in about 7s.");
         assert_eq!(e.status(), 429);
+    }
+
+    #[test]
+    fn timeout_and_unavailable_codes_agree_with_their_status() {
+        for (code, status, text) in [
+            (ErrorCode::RequestTimeout, 408, "request_timeout"),
+            (ErrorCode::Unavailable, 503, "unavailable"),
+            (ErrorCode::GatewayTimeout, 504, "gateway_timeout"),
+        ] {
+            assert_eq!(code.status(), status);
+            assert_eq!(code.as_str(), text);
+            let json = serde_json::to_value(code).unwrap();
+            assert_eq!(json, serde_json::json!(text));
+        }
     }
 
     #[test]

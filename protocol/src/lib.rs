@@ -17,5 +17,11 @@ pub mod telemetry;
 /// Name the service reports on `GET /api/health`.
 pub const SERVICE_NAME: &str = "tabula";
 
+/// The largest request body a router forwards and a shard reads: the router
+/// buffers a body whole to sign its digest, and refuses (400) a larger one.
+pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
+/// [`MAX_BODY_BYTES`] as messages name it.
+pub const MAX_BODY_TEXT: &str = "10 MiB";
+
 /// Header a shard uses (with status 421) to say it does not own a database.
 pub const MISPLACED_STATUS: u16 = 421;

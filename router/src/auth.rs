@@ -187,7 +187,7 @@ pub async fn gate(
             }
             let key = state
                 .keys
-                .verify_cold(bearer.key_id, bearer.secret)
+                .verify_cold(bearer.key_id, bearer.secret, &address)
                 .await
                 .map_err(|e| auth_error(span, e))?;
             let charge = Charge {
@@ -215,9 +215,20 @@ pub async fn gate(
     })
 }
 
+/// Message of the 503 when no argon2 slot freed up in time.
+pub const HASH_BUSY_MESSAGE: &str =
+    "Too many API keys are being verified at once. Retry in about 1s.";
+
 fn auth_error(span: &RequestSpan, e: AuthError) -> ApiError {
     match e {
         AuthError::Unauthorized => ApiError::Unauthorized,
+        AuthError::Busy => {
+            span.log(|| tracing::warn!("no argon2 slot in time: answering 503"));
+            ApiError::Unavailable {
+                message: HASH_BUSY_MESSAGE,
+                retry_after_secs: 1,
+            }
+        }
         AuthError::Unavailable(why) => {
             span.log(
                 || tracing::error!(error = %why, "control plane unavailable while verifying a key"),

@@ -4,6 +4,8 @@ use std::{fmt, net::SocketAddr, time::Duration};
 
 use anyhow::Context;
 
+use crate::keys::HashLimits;
+
 /// A secret that never prints.
 #[derive(Clone)]
 pub struct Secret(pub String);
@@ -33,11 +35,77 @@ pub struct Config {
     pub pool_max_idle_per_host: usize,
     /// How long graceful shutdown waits for in-flight requests.
     pub shutdown_grace: Duration,
-    /// Largest request body buffered (and so retryable on 421).
-    pub retry_buffer_limit: usize,
+    /// argon2id slots and how long a cold key verification waits for one
+    /// (`ROUTER_HASH_CONCURRENCY`, `ROUTER_HASH_WAIT_MS`).
+    pub hash_limits: HashLimits,
     /// Serving threads (`ROUTER_THREADS`, default one per CPU): each runs its
     /// own single-threaded runtime and listener (see `cores`).
     pub threads: usize,
+    /// Bounds on client connections and on waits for clients and shards.
+    pub connections: ConnectionLimits,
+}
+
+/// What keeps slow or idle clients, and a shard that does not answer, from
+/// holding the router's connections and in-flight slots
+/// (docs/CONVENTIONS.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// `ROUTER_MAX_CONNECTIONS`: client connections open at once, across
+    /// cores; beyond it new connections wait in the listen backlog until
+    /// one closes.
+    pub max_connections: usize,
+    /// `ROUTER_IDLE_TIMEOUT_SECS`: how long a connection may take to send
+    /// the whole head of its next request, idle keep-alive time included;
+    /// then it is closed.
+    pub idle_timeout: Duration,
+    /// `ROUTER_BODY_TIMEOUT_SECS`: how long a request body may take to
+    /// arrive whole, from when the router starts reading it; then 408.
+    pub body_timeout: Duration,
+    /// `ROUTER_SHARD_TIMEOUT_MS`: how long a shard may take to answer (the
+    /// response head); then 504. Above the shard's own schema time limit.
+    pub shard_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 4096,
+            idle_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(30),
+            shard_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl ConnectionLimits {
+    fn from_env() -> anyhow::Result<Self> {
+        let d = Self::default();
+        let positive = |name: &str, n: u64| {
+            anyhow::ensure!(n > 0, "{name} must be positive");
+            Ok(n)
+        };
+        Ok(Self {
+            max_connections: positive(
+                "ROUTER_MAX_CONNECTIONS",
+                number("ROUTER_MAX_CONNECTIONS", d.max_connections as u64)?,
+            )? as usize,
+            idle_timeout: Duration::from_secs(positive(
+                "ROUTER_IDLE_TIMEOUT_SECS",
+                number("ROUTER_IDLE_TIMEOUT_SECS", d.idle_timeout.as_secs())?,
+            )?),
+            body_timeout: Duration::from_secs(positive(
+                "ROUTER_BODY_TIMEOUT_SECS",
+                number("ROUTER_BODY_TIMEOUT_SECS", d.body_timeout.as_secs())?,
+            )?),
+            shard_timeout: Duration::from_millis(positive(
+                "ROUTER_SHARD_TIMEOUT_MS",
+                number(
+                    "ROUTER_SHARD_TIMEOUT_MS",
+                    d.shard_timeout.as_millis() as u64,
+                )?,
+            )?),
+        })
+    }
 }
 
 fn var_or(name: &str, default: &str) -> String {
@@ -74,11 +142,15 @@ impl Config {
             max_in_flight: number("ROUTER_MAX_IN_FLIGHT", 4096)?,
             pool_max_idle_per_host: number("ROUTER_POOL_IDLE_PER_SHARD", 256)?,
             shutdown_grace: Duration::from_secs(number("ROUTER_SHUTDOWN_GRACE_SECS", 30)?),
-            retry_buffer_limit: 64 * 1024,
+            hash_limits: HashLimits {
+                concurrency: number("ROUTER_HASH_CONCURRENCY", 2usize)?.max(1),
+                wait: Duration::from_millis(number("ROUTER_HASH_WAIT_MS", 5000)?),
+            },
             threads: match number("ROUTER_THREADS", 0usize)? {
                 0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
                 n => n,
             },
+            connections: ConnectionLimits::from_env()?,
         })
     }
 }

@@ -7,14 +7,15 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use cluster_protocol::control::{client::ClientError, Access};
 use cluster_protocol::error::forbidden;
-use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
+use http::{header, HeaderMap, HeaderValue, Method, Response, StatusCode, Uri};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::Value;
 
 use crate::auth::Caller;
 use crate::errors::{full, json, ApiError, Body};
-use crate::forward::{client_response, read_limited, request_headers};
+use crate::forward::{client_response, read_limited, request_headers, shard_failure};
+use crate::principal_sign::Request;
 use crate::state::AppState;
 use crate::trace::{self, RequestSpan};
 
@@ -116,21 +117,23 @@ async fn lookup(
         HeaderValue::from_static("application/json"),
     );
     trace::propagate(span, incoming, &mut headers);
-    state
-        .signer
-        .attach(&mut headers, &caller.principal(None, None, false, None));
-    let body = serde_json::json!({ "database_ids": ids }).to_string();
+    let body = Bytes::from(serde_json::json!({ "database_ids": ids }).to_string());
+    let uri = Uri::from_static("/internal/databases/lookup");
+    let request = Request {
+        method: &Method::POST,
+        uri: &uri,
+        body: &body,
+    };
+    state.signer.attach(
+        &mut headers,
+        &caller.principal(None, None, false, None),
+        request,
+    );
     let resp = state
         .forwarder
-        .send(
-            shard_url,
-            &Method::POST,
-            &Uri::from_static("/internal/databases/lookup"),
-            headers,
-            full(body),
-        )
+        .send(shard_url, &Method::POST, &uri, headers, full(body))
         .await
-        .map_err(|e| internal(span, "shard unreachable for database lookup", e))?;
+        .map_err(|e| shard_failure(span, shard_url, e))?;
     let status = resp.status();
     let bytes = http_body_util::Limited::new(resp.into_body(), LOOKUP_REPLY_LIMIT)
         .collect()
@@ -156,7 +159,7 @@ async fn lookup(
 pub async fn create(
     state: &AppState,
     caller: &Caller,
-    req: Request<Incoming>,
+    req: http::Request<Incoming>,
     span: &RequestSpan,
 ) -> Result<Response<Body>, ApiError> {
     let record = &caller.key.record;
@@ -167,7 +170,8 @@ pub async fn create(
         return Err(ApiError::Forbidden(forbidden::KEY_READ_ONLY));
     }
     let (parts, body) = req.into_parts();
-    let body: Bytes = read_limited(body, CREATE_BODY_LIMIT).await?;
+    let body_time = state.config.connections.body_timeout;
+    let body: Bytes = read_limited(body, CREATE_BODY_LIMIT, body_time).await?;
     let allocation = match state.control.allocate_database(caller.user_id()).await {
         Ok(a) => a,
         Err(ClientError::Api { status, body }) if (400..500).contains(&status) => {
@@ -179,7 +183,12 @@ pub async fn create(
     trace::propagate(span, &parts.headers, &mut headers);
     let mut principal = caller.principal(None, None, false, Some(allocation.epoch));
     principal.new_database = Some(allocation.clone());
-    state.signer.attach(&mut headers, &principal);
+    let request = Request {
+        method: &Method::POST,
+        uri: &parts.uri,
+        body: &body,
+    };
+    state.signer.attach(&mut headers, &principal, request);
     let sent = state
         .forwarder
         .send(
@@ -210,7 +219,7 @@ pub async fn create(
                     || tracing::error!(error = %e, db = id, "releasing a failed allocation failed"),
                 );
             }
-            Err(internal(span, "shard unreachable for database creation", e))
+            Err(shard_failure(span, &allocation.shard.url, e))
         }
     };
     state.access.forget(caller.user_id());

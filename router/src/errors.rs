@@ -42,14 +42,29 @@ pub enum ApiError {
     RateLimited {
         retry_after_ms: u64,
     },
+    /// 503 with `Retry-After`: the router is too busy for this request now.
+    Unavailable {
+        message: &'static str,
+        retry_after_secs: u64,
+    },
     /// An envelope another tier produced, passed through as is.
     Upstream {
         status: u16,
         body: ErrorBody,
     },
+    /// The request body did not arrive whole in time (408; the connection
+    /// is closed after the answer).
+    RequestTimeout,
+    /// The shard did not answer in time (504).
+    GatewayTimeout,
     /// Logged where it happens; the client sees only `internal`.
     Internal,
 }
+
+pub const REQUEST_TIMEOUT_MESSAGE: &str =
+    "The request body did not arrive in time. Send it again, at a steady pace.";
+pub const GATEWAY_TIMEOUT_MESSAGE: &str =
+    "The shard holding this database did not answer in time. Retry shortly.";
 
 impl ApiError {
     pub fn into_response(self) -> Response<Body> {
@@ -62,6 +77,10 @@ impl ApiError {
                 let secs = retry_after_secs(retry_after_ms);
                 (ErrorBody::rate_limited(secs), Some(secs))
             }
+            ApiError::Unavailable {
+                message,
+                retry_after_secs,
+            } => (ErrorBody::unavailable(message), Some(retry_after_secs)),
             ApiError::Upstream { status, body } => {
                 let code_status = body.code.status();
                 let status = if status == code_status {
@@ -79,6 +98,18 @@ impl ApiError {
                 }
                 return resp;
             }
+            ApiError::RequestTimeout => {
+                let body = ErrorBody::new(ErrorCode::RequestTimeout, REQUEST_TIMEOUT_MESSAGE);
+                let mut resp = json(StatusCode::REQUEST_TIMEOUT, body.to_json());
+                // The rest of the body is not read: the connection cannot be reused.
+                resp.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                return resp;
+            }
+            ApiError::GatewayTimeout => (
+                ErrorBody::new(ErrorCode::GatewayTimeout, GATEWAY_TIMEOUT_MESSAGE),
+                None,
+            ),
             ApiError::Internal => (ErrorBody::internal(), None),
         };
         let status =
@@ -104,6 +135,25 @@ mod tests {
         .into_response();
         assert_eq!(r.status(), 429);
         assert_eq!(r.headers()[header::RETRY_AFTER], "2");
+    }
+
+    #[test]
+    fn unavailable_is_503_with_retry_after() {
+        let r = ApiError::Unavailable {
+            message: "busy",
+            retry_after_secs: 1,
+        }
+        .into_response();
+        assert_eq!(r.status(), 503);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "1");
+    }
+
+    #[test]
+    fn timeouts_answer_their_status_and_code() {
+        let r = ApiError::RequestTimeout.into_response();
+        assert_eq!(r.status(), 408);
+        assert_eq!(r.headers()[header::CONNECTION], "close");
+        assert_eq!(ApiError::GatewayTimeout.into_response().status(), 504);
     }
 
     #[test]

@@ -1,16 +1,18 @@
 //! Forwarding to shard nodes: a pooled keep-alive HTTP/1 client, header
 //! hygiene (hop-by-hop, `x-cluster-*`, the client's credential), and request
-//! bodies either streamed or (when small and of known length) buffered so a
-//! 421 can be retried.
+//! bodies read whole under a deadline (the principal's signature covers
+//! their digest; a buffered body also lets a 421 be retried).
+
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response, Uri};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 
-use crate::errors::{full, ApiError, Body};
+use crate::errors::{ApiError, Body};
 use crate::shard_conn::{self, ShardPool};
-use crate::trace::TRACEPARENT;
+use crate::trace::{RequestSpan, TRACEPARENT};
 
 const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
 const PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
@@ -34,26 +36,11 @@ pub struct Forwarder {
     pool: ShardPool,
 }
 
-/// A request body ready to send: replayable when buffered.
-pub enum OutBody {
-    Buffered(Bytes),
-    Streaming(Body),
-}
-
-impl OutBody {
-    /// A body for one attempt, and what is left for a retry (if replayable).
-    pub fn take(self) -> (Body, Option<OutBody>) {
-        match self {
-            OutBody::Buffered(b) => (full(b.clone()), Some(OutBody::Buffered(b))),
-            OutBody::Streaming(b) => (b, None),
-        }
-    }
-}
-
 impl Forwarder {
-    pub fn new(max_idle_per_host: usize) -> Self {
+    /// `response_timeout`: how long a shard may take to answer (504 after).
+    pub fn new(max_idle_per_host: usize, response_timeout: Duration) -> Self {
         Self {
-            pool: ShardPool::new(max_idle_per_host),
+            pool: ShardPool::new(max_idle_per_host, response_timeout),
         }
     }
 
@@ -144,38 +131,57 @@ pub fn client_response(resp: Response<Incoming>) -> Response<Body> {
     Response::from_parts(parts, body.map_err(Into::into).boxed_unsync())
 }
 
-/// Buffers the body when it is known to be at most `limit` bytes (or absent),
-/// so the request can be retried; streams it otherwise.
+/// Reads the whole request body (the principal's signature covers its
+/// digest; a buffered body also lets a 421 be retried): at most `limit`
+/// bytes, a larger one (by its declared length, before reading, or as read)
+/// is a 400 naming the limit; it must arrive whole within `time` (408
+/// otherwise).
 pub async fn prepare_body(
     headers: &HeaderMap,
     body: Incoming,
     limit: usize,
-) -> Result<OutBody, ApiError> {
-    let length = headers
+    time: Duration,
+) -> Result<Bytes, ApiError> {
+    let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    let chunked = headers.contains_key(header::TRANSFER_ENCODING);
-    match (length, chunked) {
-        (Some(n), false) if n <= limit as u64 => {
-            read_limited(body, limit).await.map(OutBody::Buffered)
-        }
-        (None, false) => Ok(OutBody::Buffered(Bytes::new())),
-        _ => Ok(OutBody::Streaming(body.map_err(Into::into).boxed_unsync())),
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
     }
+    read_limited(body, limit, time).await
 }
 
-/// Reads a whole body of at most `limit` bytes (400 beyond it).
-pub async fn read_limited(body: Incoming, limit: usize) -> Result<Bytes, ApiError> {
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            Err(ApiError::BadRequest("Request body is too large.".into()))
-        }
-        Err(_) => Err(ApiError::BadRequest(
+fn too_large() -> ApiError {
+    ApiError::BadRequest(format!(
+        "Request body is larger than the {} limit.",
+        cluster_protocol::MAX_BODY_TEXT
+    ))
+}
+
+/// Reads a whole body of at most `limit` bytes (400 beyond it) that must
+/// arrive within `time` (408 otherwise).
+pub async fn read_limited(body: Incoming, limit: usize, time: Duration) -> Result<Bytes, ApiError> {
+    let read = Limited::new(body, limit).collect();
+    match tokio::time::timeout(time, read).await {
+        Err(_) => Err(ApiError::RequestTimeout),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Ok(Err(_)) => Err(ApiError::BadRequest(
             "Request body could not be read.".into(),
         )),
     }
+}
+
+/// The answer for a request a shard did not answer: 504 when the shard
+/// took too long, otherwise `internal`. Logged here.
+pub fn shard_failure(span: &RequestSpan, shard: &str, e: shard_conn::Error) -> ApiError {
+    if let shard_conn::Error::Timeout(..) = e {
+        span.log(|| tracing::warn!(error = %e, "shard did not answer in time"));
+        return ApiError::GatewayTimeout;
+    }
+    span.log(|| tracing::error!(error = %e, shard, "shard unreachable"));
+    ApiError::Internal
 }
 
 #[cfg(test)]

@@ -1,10 +1,13 @@
 //! API key verification. argon2id runs once per key per router; afterwards a
 //! request's secret is checked by comparing sha256(secret) with the stored
-//! digest in constant time. Wrong secrets against unverified keys are bounded
-//! by a small semaphore and a per-key cap of failed verifications; unknown key
-//! ids are cached negatively for a moment.
+//! digest in constant time. Cold verifications are counted before hashing
+//! (see `attempts`: one at a time per key id, a failure budget per key id and
+//! address) and bounded by a small semaphore; waiting longer than
+//! `hash_wait` for it is a 503, never a 401. Unknown key ids are cached
+//! negatively for a moment.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -14,9 +17,9 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
 
+use crate::attempts::{Attempts, Refusal};
+
 const NEGATIVE_TTL: Duration = Duration::from_secs(2);
-const FAILURE_WINDOW: Duration = Duration::from_secs(60);
-const MAX_FAILURES: u32 = 5;
 /// Re-fetch a key older than this when Redis cannot tell us its version.
 pub const FALLBACK_MAX_AGE: Duration = Duration::from_secs(3);
 
@@ -61,20 +64,46 @@ pub enum AuthError {
     Unauthorized,
     #[error("control plane: {0}")]
     Unavailable(String),
+    /// No argon2 slot (or turn for this key) within the wait: retry later.
+    #[error("key verification busy")]
+    Busy,
 }
 
-#[derive(Default)]
-struct FailureCount {
-    since: Option<Instant>,
-    count: u32,
+/// Bounds of the argon2id work of one router.
+#[derive(Debug, Clone, Copy)]
+pub struct HashLimits {
+    /// Verifications hashing at once (`ROUTER_HASH_CONCURRENCY`).
+    pub concurrency: usize,
+    /// Longest wait for a turn and a slot before answering 503
+    /// (`ROUTER_HASH_WAIT_MS`).
+    pub wait: Duration,
+}
+
+impl Default for HashLimits {
+    fn default() -> Self {
+        Self {
+            concurrency: 2,
+            wait: Duration::from_secs(5),
+        }
+    }
 }
 
 pub struct KeyStore {
     control: ControlPlaneClient,
     verified: RwLock<HashMap<String, Arc<VerifiedKey>>>,
     unknown: Mutex<HashMap<String, Instant>>,
-    failures: Mutex<HashMap<String, FailureCount>>,
-    hashing: Semaphore,
+    attempts: Attempts,
+    hashing: Arc<Semaphore>,
+    hash_wait: Duration,
+    /// argon2id verifications run so far (tests read it).
+    hashes: AtomicU64,
+}
+
+fn refusal(r: Refusal) -> AuthError {
+    match r {
+        Refusal::TooManyFailures | Refusal::KnownWrong => AuthError::Unauthorized,
+        Refusal::Busy => AuthError::Busy,
+    }
 }
 
 fn digest(secret: &str) -> [u8; 32] {
@@ -91,14 +120,21 @@ pub enum Cached {
 }
 
 impl KeyStore {
-    pub fn new(control: ControlPlaneClient) -> Self {
+    pub fn new(control: ControlPlaneClient, limits: HashLimits) -> Self {
         Self {
             control,
             verified: RwLock::default(),
             unknown: Mutex::default(),
-            failures: Mutex::default(),
-            hashing: Semaphore::new(2),
+            attempts: Attempts::default(),
+            hashing: Arc::new(Semaphore::new(limits.concurrency)),
+            hash_wait: limits.wait,
+            hashes: AtomicU64::new(0),
         }
+    }
+
+    /// How many argon2id verifications this store has run.
+    pub fn hashes(&self) -> u64 {
+        self.hashes.load(Ordering::Relaxed)
     }
 
     /// The cheap check: a digest comparison against a verified key.
@@ -111,11 +147,14 @@ impl KeyStore {
         }
     }
 
-    /// The cold path: fetch the key, verify the secret with argon2id (bounded).
+    /// The cold path: count the attempt of `address`, wait for this key's
+    /// turn, then (unless the attempt ahead already settled it) fetch the
+    /// key and verify the secret with argon2id in a bounded slot.
     pub async fn verify_cold(
         &self,
         key_id: &str,
         secret: &str,
+        address: &str,
     ) -> Result<Arc<VerifiedKey>, AuthError> {
         if let Some(at) = self
             .unknown
@@ -127,24 +166,65 @@ impl KeyStore {
                 return Err(AuthError::Unauthorized);
             }
         }
-        if self.too_many_failures(key_id) {
-            return Err(AuthError::Unauthorized);
+        let candidate = digest(secret);
+        let admission = self
+            .attempts
+            .admit(key_id, address, candidate)
+            .map_err(refusal)?;
+        let deadline = tokio::time::Instant::now() + self.hash_wait;
+        let turn = admission.turn.clone();
+        let _turn = tokio::time::timeout_at(deadline, turn.lock())
+            .await
+            .map_err(|_| AuthError::Busy)?;
+        // The attempt ahead may have settled this secret.
+        match self.check_cached(key_id, secret) {
+            Cached::Verified(k) => {
+                admission.succeeded();
+                return Ok(k);
+            }
+            Cached::WrongSecret => {
+                admission.failed();
+                return Err(AuthError::Unauthorized);
+            }
+            Cached::Cold => {
+                if let Some(r) = admission.settled() {
+                    return Err(refusal(r));
+                }
+            }
         }
         let record = self.fetch(key_id).await?;
         if record.user.suspended {
             return Err(AuthError::Unauthorized);
         }
-        let permit = tokio::time::timeout(Duration::from_secs(5), self.hashing.acquire())
-            .await
-            .map_err(|_| AuthError::Unauthorized)?
-            .map_err(|_| AuthError::Unauthorized)?;
-        // Another request may have verified it while we waited.
-        if let Cached::Verified(k) = self.check_cached(key_id, secret) {
-            return Ok(k);
+        let ok = self.hash_verify(&record, secret, deadline).await?;
+        if !ok {
+            admission.failed();
+            return Err(AuthError::Unauthorized);
         }
+        admission.succeeded();
+        let key = Arc::new(VerifiedKey::new(record, candidate, Instant::now()));
+        self.insert(key.clone());
+        Ok(key)
+    }
+
+    /// argon2id on the blocking pool, once a slot is free (503 past
+    /// `deadline`). The slot goes with the hashing task, so a cancelled
+    /// request does not free it before the hash ends.
+    async fn hash_verify(
+        &self,
+        record: &KeyRecord,
+        secret: &str,
+        deadline: tokio::time::Instant,
+    ) -> Result<bool, AuthError> {
+        let permit = tokio::time::timeout_at(deadline, self.hashing.clone().acquire_owned())
+            .await
+            .map_err(|_| AuthError::Busy)?
+            .map_err(|_| AuthError::Busy)?;
+        self.hashes.fetch_add(1, Ordering::Relaxed);
         let hash = record.secret_hash.clone();
         let candidate = secret.to_string();
-        let ok = tokio::task::spawn_blocking(move || {
+        Ok(tokio::task::spawn_blocking(move || {
+            let _permit = permit;
             PasswordHash::new(&hash)
                 .map(|h| {
                     Argon2::default()
@@ -154,15 +234,7 @@ impl KeyStore {
                 .unwrap_or(false)
         })
         .await
-        .unwrap_or(false);
-        drop(permit);
-        if !ok {
-            self.record_failure(key_id);
-            return Err(AuthError::Unauthorized);
-        }
-        let key = Arc::new(VerifiedKey::new(record, digest(secret), Instant::now()));
-        self.insert(key.clone());
-        Ok(key)
+        .unwrap_or(false))
     }
 
     /// Re-reads a verified key from the control plane (version changed, liveness
@@ -232,27 +304,5 @@ impl KeyStore {
             }
             Err(e) => Err(AuthError::Unavailable(e.to_string())),
         }
-    }
-
-    fn too_many_failures(&self, key_id: &str) -> bool {
-        let map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(key_id).is_some_and(|f| {
-            f.since.is_some_and(|s| s.elapsed() < FAILURE_WINDOW) && f.count >= MAX_FAILURES
-        })
-    }
-
-    fn record_failure(&self, key_id: &str) {
-        let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        if map.len() > 100_000 {
-            map.retain(|_, f| f.since.is_some_and(|s| s.elapsed() < FAILURE_WINDOW));
-        }
-        let f = map.entry(key_id.to_string()).or_default();
-        if f.since.is_none_or(|s| s.elapsed() >= FAILURE_WINDOW) {
-            *f = FailureCount {
-                since: Some(Instant::now()),
-                count: 0,
-            };
-        }
-        f.count += 1;
     }
 }

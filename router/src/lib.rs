@@ -2,6 +2,7 @@
 //! per-request pipeline and `auth` for the credential and rate-limit gate.
 
 pub mod access;
+pub mod attempts;
 pub mod auth;
 pub mod bearer;
 pub mod config;

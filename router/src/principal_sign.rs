@@ -1,127 +1,161 @@
 //! Attaching a signed principal to a forwarded request.
 //!
-//! A signature covers the principal and the current unix second, so every
-//! request of one caller to one database within the same second carries the
-//! same three header values. [`Signer`] keeps them and signs again only when
-//! the second or the principal changes (the JSON, base64 and HMAC are then
-//! computed once a second per key and database instead of once a request).
+//! The signature (version 2 of `cluster_protocol::principal`) binds the
+//! principal and the current unix second to the request's method, path and
+//! query and the SHA-256 of its body, so it is computed per request: one
+//! HMAC over a few hundred bytes, plus the body's digest (a constant for an
+//! empty body). What is kept is the principal's encoding (JSON and base64),
+//! by key id, so that is done once per key and database, not per request.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use cluster_protocol::principal::{
-    Principal, HEADER_PRINCIPAL, HEADER_SIGNATURE, HEADER_TIMESTAMP,
+    body_sha256, sign_encoded, Principal, Target, HEADER_BODY_SHA256, HEADER_PRINCIPAL,
+    HEADER_SIGNATURE, HEADER_SIGNATURE_VERSION, HEADER_TIMESTAMP, SIGNATURE_VERSION,
 };
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 
-/// Cached signatures kept at most; beyond it the cache starts over.
+/// Encoded principals kept at most; beyond it the cache starts over.
 const MAX_CACHED: usize = 10_000;
 
-struct Signed {
+struct Encoded {
     principal: Principal,
-    second: i64,
-    values: Option<[HeaderValue; 3]>,
+    value: HeaderValue,
 }
 
 pub struct Signer {
     secret: Vec<u8>,
-    /// By key id: the principals signed for it in the current second.
-    recent: Mutex<HashMap<String, Vec<Signed>>>,
+    /// By key id: the principals of that key encoded so far.
+    encoded: Mutex<HashMap<String, Vec<Encoded>>>,
+}
+
+/// The request a signature is bound to, as it is sent to the shard.
+#[derive(Clone, Copy)]
+pub struct Request<'a> {
+    pub method: &'a Method,
+    /// Only its path and query count (the shard receives origin form).
+    pub uri: &'a Uri,
+    pub body: &'a [u8],
+}
+
+/// The request target the shard receives for `uri` (see `Forwarder::send`).
+pub fn origin_form(uri: &Uri) -> &str {
+    uri.path_and_query().map_or("/", |p| p.as_str())
 }
 
 impl Signer {
     pub fn new(secret: &[u8]) -> Self {
         Self {
             secret: secret.to_vec(),
-            recent: Mutex::default(),
+            encoded: Mutex::default(),
         }
     }
 
-    /// Signs `principal` now and sets its three headers (replacing any present).
-    pub fn attach(&self, headers: &mut HeaderMap, principal: &Principal) {
+    /// Signs `principal` for `request` now and sets the signature headers
+    /// (replacing any present).
+    pub fn attach(&self, headers: &mut HeaderMap, principal: &Principal, request: Request<'_>) {
         if principal.new_database.is_some() {
-            let second = chrono::Utc::now().timestamp();
-            set(headers, sign(principal, &self.secret, second));
+            if let Ok(value) = HeaderValue::try_from(principal.encode()) {
+                self.set(headers, value, request);
+            }
         } else {
             self.attach_with(
                 headers,
                 &principal.key_id,
                 |p| p == principal,
                 || principal.clone(),
+                request,
             );
         }
     }
 
     /// Like [`Signer::attach`] for the principal of key `key_id` that
-    /// `matches` recognises: `make` builds it only when no signature of it
-    /// is kept for this second. It must not carry `new_database`.
+    /// `matches` recognises: `make` builds it only when its encoding is not
+    /// kept yet. It must not carry `new_database`.
     pub fn attach_with(
         &self,
         headers: &mut HeaderMap,
         key_id: &str,
         matches: impl Fn(&Principal) -> bool,
         make: impl FnOnce() -> Principal,
+        request: Request<'_>,
     ) {
-        let second = chrono::Utc::now().timestamp();
         let cached = {
-            let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-            recent.get(key_id).and_then(|list| {
+            let encoded = self.encoded.lock().unwrap_or_else(|p| p.into_inner());
+            encoded.get(key_id).and_then(|list| {
                 list.iter()
-                    .find(|s| s.second == second && matches(&s.principal))
-                    .map(|s| s.values.clone())
+                    .find(|e| matches(&e.principal))
+                    .map(|e| e.value.clone())
             })
         };
-        let values = match cached {
-            Some(values) => values,
-            None => self.sign_and_keep(make(), second),
+        let value = match cached {
+            Some(value) => value,
+            None => match self.encode_and_keep(make()) {
+                Some(value) => value,
+                None => return,
+            },
         };
-        set(headers, values);
+        self.set(headers, value, request);
     }
 
-    fn sign_and_keep(&self, principal: Principal, second: i64) -> Option<[HeaderValue; 3]> {
+    fn encode_and_keep(&self, principal: Principal) -> Option<HeaderValue> {
         debug_assert!(principal.new_database.is_none());
-        let values = sign(&principal, &self.secret, second);
-        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-        if recent.len() >= MAX_CACHED {
-            recent.clear();
+        let value = HeaderValue::try_from(principal.encode()).ok()?;
+        let mut encoded = self.encoded.lock().unwrap_or_else(|p| p.into_inner());
+        if encoded.len() >= MAX_CACHED {
+            encoded.clear();
         }
-        let list = recent.entry(principal.key_id.clone()).or_default();
-        list.retain(|s| s.second == second);
-        list.push(Signed {
+        let list = encoded.entry(principal.key_id.clone()).or_default();
+        // A key's principals differ by database, role and epoch; keep the
+        // most recent few (an epoch or role change leaves an old one behind).
+        if list.len() >= 64 {
+            list.remove(0);
+        }
+        list.push(Encoded {
             principal,
-            second,
-            values: values.clone(),
+            value: value.clone(),
         });
-        values
+        Some(value)
+    }
+
+    fn set(&self, headers: &mut HeaderMap, principal: HeaderValue, request: Request<'_>) {
+        let Ok(encoded) = principal.to_str() else {
+            return;
+        };
+        let now = chrono::Utc::now().timestamp();
+        let digest = body_sha256(request.body);
+        let target = Target {
+            method: request.method.as_str(),
+            path_and_query: origin_form(request.uri),
+        };
+        let signature = sign_encoded(&self.secret, now, target, &digest, encoded);
+        // Hex and digits: always valid header values.
+        let (Ok(signature), Ok(digest)) = (
+            HeaderValue::try_from(signature),
+            HeaderValue::try_from(digest),
+        ) else {
+            return;
+        };
+        headers.insert(PRINCIPAL, principal);
+        headers.insert(TIMESTAMP, HeaderValue::from(now));
+        headers.insert(SIGNATURE, signature);
+        headers.insert(VERSION, HeaderValue::from_static(SIGNATURE_VERSION));
+        headers.insert(BODY_SHA256, digest);
     }
 }
 
-const NAMES: [HeaderName; 3] = [
-    HeaderName::from_static(HEADER_PRINCIPAL),
-    HeaderName::from_static(HEADER_TIMESTAMP),
-    HeaderName::from_static(HEADER_SIGNATURE),
-];
-
-fn set(headers: &mut HeaderMap, values: Option<[HeaderValue; 3]>) {
-    let Some(values) = values else { return };
-    for (name, value) in NAMES.into_iter().zip(values) {
-        headers.insert(name, value);
-    }
-}
-
-fn sign(principal: &Principal, secret: &[u8], second: i64) -> Option<[HeaderValue; 3]> {
-    let signed = principal.sign(secret, second);
-    Some([
-        HeaderValue::try_from(signed.principal).ok()?,
-        HeaderValue::try_from(signed.timestamp).ok()?,
-        HeaderValue::try_from(signed.signature).ok()?,
-    ])
-}
+const PRINCIPAL: HeaderName = HeaderName::from_static(HEADER_PRINCIPAL);
+const TIMESTAMP: HeaderName = HeaderName::from_static(HEADER_TIMESTAMP);
+const SIGNATURE: HeaderName = HeaderName::from_static(HEADER_SIGNATURE);
+const VERSION: HeaderName = HeaderName::from_static(HEADER_SIGNATURE_VERSION);
+const BODY_SHA256: HeaderName = HeaderName::from_static(HEADER_BODY_SHA256);
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use cluster_protocol::control::Access;
+    use cluster_protocol::principal::{body_matches, Presented, VerifyError, EMPTY_BODY_SHA256};
 
     fn principal(database: &str) -> Principal {
         Principal {
@@ -137,26 +171,68 @@ mod tests {
         }
     }
 
-    fn header(h: &HeaderMap, name: &str) -> Option<String> {
-        h.get(name).and_then(|v| v.to_str().ok()).map(String::from)
+    fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+        h.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    fn verify(h: &HeaderMap, method: &str, target: &str) -> Result<Principal, VerifyError> {
+        let presented = Presented {
+            principal: header(h, HEADER_PRINCIPAL),
+            timestamp: header(h, HEADER_TIMESTAMP),
+            signature: header(h, HEADER_SIGNATURE),
+            version: header(h, HEADER_SIGNATURE_VERSION),
+            body_sha256: header(h, HEADER_BODY_SHA256),
+        };
+        let target = Target {
+            method,
+            path_and_query: target,
+        };
+        Principal::verify_request(b"secret", presented, target, chrono::Utc::now().timestamp())
     }
 
     #[test]
-    fn cached_headers_verify_and_follow_the_principal() {
+    fn cached_encodings_verify_and_follow_the_principal() {
         let signer = Signer::new(b"secret");
+        let uri: Uri = "/api/tables/tbl_aaaaa1234567/records?page_size=5"
+            .parse()
+            .unwrap();
         for database in ["db_aaaaa1234567", "db_bbbbb1234567", "db_aaaaa1234567"] {
             let p = principal(database);
             let mut h = HeaderMap::new();
-            signer.attach(&mut h, &p);
-            let verified = Principal::verify(
-                b"secret",
-                header(&h, HEADER_PRINCIPAL).as_deref(),
-                header(&h, HEADER_TIMESTAMP).as_deref(),
-                header(&h, HEADER_SIGNATURE).as_deref(),
-                chrono::Utc::now().timestamp(),
-            )
-            .expect("verifies");
-            assert_eq!(verified, p);
+            let request = Request {
+                method: &Method::GET,
+                uri: &uri,
+                body: b"",
+            };
+            signer.attach(&mut h, &p, request);
+            let target = "/api/tables/tbl_aaaaa1234567/records?page_size=5";
+            assert_eq!(verify(&h, "GET", target).expect("verifies"), p);
+            assert_eq!(header(&h, HEADER_BODY_SHA256), Some(EMPTY_BODY_SHA256));
+            assert_eq!(verify(&h, "DELETE", target), Err(VerifyError::BadSignature));
+            let other = "/api/tables/tbl_aaaaa1234567/records?page_size=6";
+            assert_eq!(verify(&h, "GET", other), Err(VerifyError::BadSignature));
         }
+    }
+
+    #[test]
+    fn body_digest_is_signed() {
+        let signer = Signer::new(b"secret");
+        let uri: Uri = "http://router.example/api/tables/tbl_aaaaa1234567/records"
+            .parse()
+            .unwrap();
+        let body = br#"{"records":[]}"#;
+        let mut h = HeaderMap::new();
+        let request = Request {
+            method: &Method::POST,
+            uri: &uri,
+            body,
+        };
+        signer.attach(&mut h, &principal("db_aaaaa1234567"), request);
+        // Absolute form from a client: the shard receives (and checks) origin form.
+        let target = "/api/tables/tbl_aaaaa1234567/records";
+        assert!(verify(&h, "POST", target).is_ok());
+        let digest = header(&h, HEADER_BODY_SHA256).unwrap();
+        assert!(body_matches(digest, body));
+        assert!(!body_matches(digest, b"{}"));
     }
 }

@@ -1,17 +1,17 @@
 //! Tagged routes: authorize against the cached placement and the caller's
-//! access, then forward to the owning shard with a signed principal. A 421
-//! from the shard drops the placement and retries once when the body was
-//! buffered (at most `retry_buffer_limit` bytes); a larger, streamed body
-//! cannot be replayed, so that request fails with `internal` (the placement
-//! is fixed for the next one).
+//! access, then forward to the owning shard with a principal signed over the
+//! request (method, path and query, body digest: the body is read whole, at
+//! most `cluster_protocol::MAX_BODY_BYTES`). A 421 from the shard drops the
+//! placement and retries once.
 
 use cluster_protocol::MISPLACED_STATUS;
-use http::{Request, Response};
+use http::Response;
 use hyper::body::Incoming;
 
 use crate::auth::Caller;
-use crate::errors::{ApiError, Body};
-use crate::forward::{client_response, prepare_body, request_headers};
+use crate::errors::{full, ApiError, Body};
+use crate::forward::{client_response, prepare_body, request_headers, shard_failure};
+use crate::principal_sign::Request;
 use crate::state::AppState;
 use crate::trace::{self, RequestSpan};
 
@@ -20,7 +20,7 @@ pub async fn forward(
     caller: &Caller,
     tag: &str,
     import: bool,
-    req: Request<Incoming>,
+    req: http::Request<Incoming>,
     span: &RequestSpan,
 ) -> Result<Response<Body>, ApiError> {
     let placement = state.placements.get(tag).await.map_err(|e| {
@@ -47,11 +47,21 @@ pub async fn forward(
     }
 
     let (parts, body) = req.into_parts();
-    let body = prepare_body(&parts.headers, body, state.config.retry_buffer_limit).await?;
+    let body = prepare_body(
+        &parts.headers,
+        body,
+        cluster_protocol::MAX_BODY_BYTES,
+        state.config.connections.body_timeout,
+    )
+    .await?;
+    let signed = Request {
+        method: &parts.method,
+        uri: &parts.uri,
+        body: &body,
+    };
 
     let mut shard_url = placement.shard.url.clone();
     let mut epoch = placement.epoch;
-    let (mut attempt, mut rest) = body.take();
     for try_no in 0..2 {
         // Built per attempt (a retry is rare) rather than cloned per request.
         let mut headers = request_headers(&parts.headers, &caller.address);
@@ -61,26 +71,26 @@ pub async fn forward(
             &caller.key.record.id,
             |p| caller.is_principal(p, Some(db), role, support, Some(epoch)),
             || caller.principal(Some(db), role, support, Some(epoch)),
+            signed,
         );
         let resp = state
             .forwarder
-            .send(&shard_url, &parts.method, &parts.uri, headers, attempt)
+            .send(
+                &shard_url,
+                &parts.method,
+                &parts.uri,
+                headers,
+                full(body.clone()),
+            )
             .await
-            .map_err(|e| {
-                span.log(|| tracing::error!(error = %e, shard = %shard_url, "shard unreachable"));
-                ApiError::Internal
-            })?;
+            .map_err(|e| shard_failure(span, &shard_url, e))?;
         if resp.status().as_u16() != MISPLACED_STATUS {
             return Ok(client_response(resp));
         }
         state.placements.forget_tag(tag);
-        let Some(replay) = rest.take().filter(|_| try_no == 0) else {
-            span.log(|| {
-                let what = "misplaced and the request cannot be retried";
-                tracing::error!(shard = %shard_url, db, "{what}")
-            });
-            return Err(ApiError::Internal);
-        };
+        if try_no > 0 {
+            break;
+        }
         span.log(|| {
             let what = "misplaced: refreshing placement and retrying";
             tracing::info!(shard = %shard_url, db, "{what}")
@@ -92,7 +102,6 @@ pub async fn forward(
         let fresh = fresh.ok_or(ApiError::NotFound)?;
         shard_url = fresh.shard.url.clone();
         epoch = fresh.epoch;
-        (attempt, rest) = replay.take();
     }
     span.log(|| tracing::error!(db, "shard still says misplaced after a refresh"));
     Err(ApiError::Internal)

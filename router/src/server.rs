@@ -1,6 +1,15 @@
 //! The accept loop: HTTP/1.1 keep-alive connections, a bound on requests in
-//! flight (beyond it new requests are shed with 429 at once), and graceful
-//! shutdown that stops accepting and drains in-flight requests.
+//! flight (beyond it new requests are shed with 429 at once), a bound on
+//! open connections (beyond it new ones wait in the listen backlog), an idle
+//! timeout, and graceful shutdown that stops accepting and drains in-flight
+//! requests.
+//!
+//! hyper 1.x has no separate keep-alive idle timeout: its header read
+//! timeout starts as soon as a connection waits for a request head (the
+//! first one, or the next one after a response), so it bounds idle
+//! keep-alive time and a slowly sent head alike. That is
+//! `ROUTER_IDLE_TIMEOUT_SECS`. Slow bodies are bounded where they are read
+//! (`forward`), and a slow shard by the shard pool's response timeout.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -24,8 +33,22 @@ pub async fn serve(
 ) {
     let graceful = GracefulShutdown::new();
     let grace = state.config.shutdown_grace;
+    let idle_timeout = state.config.connections.idle_timeout;
     tokio::pin!(shutdown);
     loop {
+        let slot = match state.connections.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                tracing::warn!("connection cap reached: new connections wait");
+                tokio::select! {
+                    slot = state.connections.clone().acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        Err(_) => break,
+                    },
+                    _ = &mut shutdown => break,
+                }
+            }
+        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
@@ -61,7 +84,7 @@ pub async fn serve(
         });
         let conn = http1::Builder::new()
             .timer(TokioTimer::new())
-            .header_read_timeout(Duration::from_secs(30))
+            .header_read_timeout(idle_timeout)
             .keep_alive(true)
             .serve_connection(TokioIo::new(stream), service);
         let conn = graceful.watch(conn);
@@ -69,6 +92,7 @@ pub async fn serve(
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, "connection ended with an error");
             }
+            drop(slot);
         });
     }
     drop(listener);

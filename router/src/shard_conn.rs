@@ -35,6 +35,9 @@ pub enum Error {
     Connect(String, std::io::Error),
     #[error("connect to {0}: timed out")]
     ConnectTimeout(String),
+    /// No response head within the router's shard timeout.
+    #[error("{0} did not answer within {1:?}")]
+    Timeout(String, Duration),
     #[error(transparent)]
     Http(#[from] hyper::Error),
 }
@@ -56,18 +59,34 @@ struct Shard {
 pub struct ShardPool {
     shards: Mutex<Vec<Shard>>,
     max_idle_per_shard: usize,
+    /// How long a response head may take, connecting included.
+    response_timeout: Duration,
 }
 
 impl ShardPool {
-    pub fn new(max_idle_per_shard: usize) -> Self {
+    pub fn new(max_idle_per_shard: usize, response_timeout: Duration) -> Self {
         Self {
             shards: Mutex::default(),
             max_idle_per_shard,
+            response_timeout,
         }
     }
 
     /// Sends `req` (origin-form URI, no `Host`) to the shard at `shard_url`.
+    /// A shard that has not answered within the response timeout is left
+    /// ([`Error::Timeout`]): its connection is dropped, not pooled, so the
+    /// shard sees the request abandoned and cancels its work.
     pub async fn send(
+        &self,
+        shard_url: &str,
+        req: Request<Body>,
+    ) -> Result<Response<Incoming>, Error> {
+        tokio::time::timeout(self.response_timeout, self.send_now(shard_url, req))
+            .await
+            .unwrap_or_else(|_| Err(Error::Timeout(shard_url.to_string(), self.response_timeout)))
+    }
+
+    async fn send_now(
         &self,
         shard_url: &str,
         mut req: Request<Body>,

@@ -29,6 +29,8 @@ pub struct AppState {
     pub signer: Arc<Signer>,
     /// Requests handled at once, across all cores.
     pub in_flight: Arc<Semaphore>,
+    /// Client connections open at once, across all cores.
+    pub connections: Arc<Semaphore>,
     /// This core's Redis connections (the counters of its fallback are shared).
     pub limiter: Limiter,
     /// This core's pooled connections to the shards.
@@ -43,14 +45,18 @@ impl AppState {
             ControlPlaneClient::new(&config.control_plane_url, &config.control_plane_token.0);
         let redis = RedisPool::new(&config.redis_url, REDIS_MAX_IDLE, REDIS_CONNECT_TIMEOUT)?;
         Ok(Self {
-            keys: Arc::new(KeyStore::new(control.clone())),
+            keys: Arc::new(KeyStore::new(control.clone(), config.hash_limits)),
             access: Arc::new(AccessStore::new(control.clone())),
             placements: Arc::new(PlacementStore::new(control.clone())),
             limiter: Limiter::new(redis),
-            forwarder: Forwarder::new(config.pool_max_idle_per_host),
+            forwarder: Forwarder::new(
+                config.pool_max_idle_per_host,
+                config.connections.shard_timeout,
+            ),
             health: Arc::default(),
             signer: Arc::new(Signer::new(config.cluster_secret.0.as_bytes())),
             in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
+            connections: Arc::new(Semaphore::new(config.connections.max_connections)),
             control,
             config: Arc::new(config),
         })
@@ -72,8 +78,12 @@ impl AppState {
             health: self.health.clone(),
             signer: self.signer.clone(),
             in_flight: self.in_flight.clone(),
+            connections: self.connections.clone(),
             limiter: self.limiter.with_connections(redis),
-            forwarder: Forwarder::new(self.config.pool_max_idle_per_host),
+            forwarder: Forwarder::new(
+                self.config.pool_max_idle_per_host,
+                self.config.connections.shard_timeout,
+            ),
         })
     }
 

@@ -45,8 +45,9 @@ fn config(cp: SocketAddr) -> router::Config {
         max_in_flight: 1000,
         pool_max_idle_per_host: 16,
         shutdown_grace: Duration::from_secs(5),
-        retry_buffer_limit: 64 * 1024,
+        hash_limits: router::keys::HashLimits::default(),
         threads: 2,
+        connections: Default::default(),
     }
 }
 

@@ -16,7 +16,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use cluster_protocol::control::*;
 use cluster_protocol::ids::{new_tagged, new_untagged, random_token, Kind};
-use cluster_protocol::principal::Principal;
+use cluster_protocol::principal::{
+    body_matches, Presented, Principal, Target, HEADER_BODY_SHA256, HEADER_PRINCIPAL,
+    HEADER_SIGNATURE, HEADER_SIGNATURE_VERSION, HEADER_TIMESTAMP,
+};
 use serde_json::{json, Value};
 
 const SECRET: &str = "test-cluster-secret";
@@ -183,6 +186,7 @@ struct Shard {
 
 async fn shard_any(
     State(s): State<Arc<Shard>>,
+    method: axum::http::Method,
     headers: HeaderMap,
     uri: Uri,
     body: axum::body::Bytes,
@@ -190,15 +194,23 @@ async fn shard_any(
     s.hits.fetch_add(1, Ordering::SeqCst);
     let h = |n: &str| headers.get(n).and_then(|v| v.to_str().ok());
     let now = chrono::Utc::now().timestamp();
-    let p = match Principal::verify(
-        SECRET.as_bytes(),
-        h("x-cluster-principal"),
-        h("x-cluster-timestamp"),
-        h("x-cluster-signature"),
-        now,
-    ) {
-        Ok(p) => p,
-        Err(_) => {
+    let presented = Presented {
+        principal: h(HEADER_PRINCIPAL),
+        timestamp: h(HEADER_TIMESTAMP),
+        signature: h(HEADER_SIGNATURE),
+        version: h(HEADER_SIGNATURE_VERSION),
+        body_sha256: h(HEADER_BODY_SHA256),
+    };
+    let target = Target {
+        method: method.as_str(),
+        path_and_query: uri.path_and_query().map_or("/", |p| p.as_str()),
+    };
+    let verified = Principal::verify_request(SECRET.as_bytes(), presented, target, now)
+        .ok()
+        .filter(|_| body_matches(h(HEADER_BODY_SHA256).unwrap_or_default(), &body));
+    let p = match verified {
+        Some(p) => p,
+        None => {
             return (
                 StatusCode::UNAUTHORIZED,
                 Json(json!({"error":{"code":"unauthorized","message":"bad principal"}})),
@@ -255,9 +267,19 @@ async fn env(key_limit: u64, anon_limit: u64) -> Env {
 }
 
 async fn env_with_redis(key_limit: u64, anon_limit: u64, redis_url: String) -> Env {
+    env_with_config(key_limit, anon_limit, redis_url, |_| {}).await
+}
+
+/// Like `env_with_redis`, with `tweak` applied to the router's configuration.
+async fn env_with_config(
+    key_limit: u64,
+    anon_limit: u64,
+    redis_url: String,
+    tweak: impl FnOnce(&mut router::Config),
+) -> Env {
     let cp = Arc::new(Cp::default());
     let cp_addr = spawn_cp(cp.clone()).await;
-    let config = router::Config {
+    let mut config = router::Config {
         listen: "127.0.0.1:0".parse().unwrap(),
         control_plane_url: format!("http://{cp_addr}"),
         control_plane_token: router::config::Secret("t".into()),
@@ -269,9 +291,11 @@ async fn env_with_redis(key_limit: u64, anon_limit: u64, redis_url: String) -> E
         max_in_flight: 1000,
         pool_max_idle_per_host: 16,
         shutdown_grace: std::time::Duration::from_secs(1),
-        retry_buffer_limit: 64 * 1024,
+        hash_limits: router::keys::HashLimits::default(),
         threads: 1,
+        connections: Default::default(),
     };
+    tweak(&mut config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(router::run(config, listener, std::future::pending()));
@@ -781,4 +805,199 @@ async fn create_database_allocates_forwards_and_confirms() {
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["message"], "This API key is read-only.");
     assert_eq!(shard.hits.load(Ordering::SeqCst), 1);
+}
+
+/// GET `path` with `token` from the client address `address`.
+async fn get_from(e: &Env, path: &str, token: &str, address: &str) -> reqwest::Response {
+    e.http
+        .get(format!("{}{path}", e.router))
+        .header("x-forwarded-for", address)
+        .header("authorization", format!("Bearer {token}"))
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn wrong_guesses_from_one_address_do_not_lock_the_owner_out_elsewhere() {
+    let e = env(100, 1000).await;
+    let (_, key_id, token) = e.user_with_key(Access::ReadWrite, DatabaseScope::All);
+    let n = || rand::random::<u8>();
+    let attacker = format!("198.51.{}.{}", n(), n());
+    let owner = format!("192.0.{}.{}", n(), n());
+    for i in 0..router::attempts::MAX_FAILURES + 2 {
+        let wrong = format!("{key_id}.wrong{i}");
+        assert_eq!(
+            get_from(&e, "/api/meta/whoami", &wrong, &attacker)
+                .await
+                .status(),
+            401
+        );
+    }
+    // The guessing address is refused even with the right secret ...
+    assert_eq!(
+        get_from(&e, "/api/meta/whoami", &token, &attacker)
+            .await
+            .status(),
+        401
+    );
+    // ... the owner's address is not.
+    assert_eq!(
+        get_from(&e, "/api/meta/whoami", &token, &owner)
+            .await
+            .status(),
+        200
+    );
+    // Once verified here, the key is checked from memory, from any address.
+    assert_eq!(
+        get_from(&e, "/api/meta/whoami", &token, &attacker)
+            .await
+            .status(),
+        200
+    );
+    let wrong = format!("{key_id}.wrong-again");
+    assert_eq!(
+        get_from(&e, "/api/meta/whoami", &wrong, &owner)
+            .await
+            .status(),
+        401
+    );
+    assert_eq!(
+        get_from(&e, "/api/meta/whoami", &token, &owner)
+            .await
+            .status(),
+        200
+    );
+}
+
+#[tokio::test]
+async fn a_burst_of_wrong_secrets_is_counted_before_hashing() {
+    let cp = Arc::new(Cp::default());
+    let cp_addr = spawn_cp(cp.clone()).await;
+    let control = cluster_protocol::control::client::ControlPlaneClient::new(
+        &format!("http://{cp_addr}"),
+        "t",
+    );
+    let store = router::keys::KeyStore::new(control, router::keys::HashLimits::default());
+    let secret = random_token(32);
+    let key_id = new_untagged(Kind::Key);
+    let user_id = new_untagged(Kind::User);
+    cp.keys.lock().unwrap().insert(
+        key_id.clone(),
+        KeyRecord {
+            id: key_id.clone(),
+            name: "k".into(),
+            user: User {
+                id: user_id.clone(),
+                email: format!("{user_id}@example.com"),
+                name: "Tess".into(),
+                suspended: false,
+            },
+            secret_hash: hash(&secret),
+            access: Access::ReadWrite,
+            databases: DatabaseScope::All,
+            created_at: chrono::Utc::now(),
+            version: 1,
+        },
+    );
+    const BURST: usize = 40;
+    let wrong: Vec<String> = (0..BURST).map(|i| format!("wrong-{i}")).collect();
+    let results = futures::future::join_all(
+        wrong
+            .iter()
+            .map(|w| store.verify_cold(&key_id, w, "203.0.113.50")),
+    )
+    .await;
+    assert!(results
+        .iter()
+        .all(|r| matches!(r, Err(router::keys::AuthError::Unauthorized))));
+    let budget = u64::from(router::attempts::MAX_FAILURES);
+    assert!(
+        store.hashes() <= budget,
+        "{} of {BURST} wrong secrets were hashed",
+        store.hashes()
+    );
+    // The same burst of one wrong secret from many addresses: one hash.
+    let before = store.hashes();
+    let addresses: Vec<String> = (0..BURST).map(|i| format!("203.0.114.{i}")).collect();
+    let results = futures::future::join_all(
+        addresses
+            .iter()
+            .map(|a| store.verify_cold(&key_id, "same-wrong", a)),
+    )
+    .await;
+    assert!(results.iter().all(|r| r.is_err()));
+    assert_eq!(store.hashes() - before, 1);
+    // The right secret, many times at once from a fresh address: one hash.
+    let before = store.hashes();
+    let results = futures::future::join_all(
+        (0..BURST).map(|_| store.verify_cold(&key_id, &secret, "203.0.115.1")),
+    )
+    .await;
+    assert!(results.iter().all(|r| r.is_ok()));
+    assert_eq!(store.hashes() - before, 1);
+}
+
+#[tokio::test]
+async fn no_argon2_slot_in_time_is_503_not_401() {
+    let e = env_with_config(100, 1000, redis_url(), |c| {
+        c.hash_limits = router::keys::HashLimits {
+            concurrency: 0,
+            wait: std::time::Duration::from_millis(50),
+        };
+    })
+    .await;
+    let (_, _, token) = e.user_with_key(Access::ReadWrite, DatabaseScope::All);
+    let r = e.get("/api/meta/whoami", Some(&token)).await;
+    assert_eq!(r.status(), 503);
+    assert_eq!(header(&r, "retry-after").as_deref(), Some("1"));
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "unavailable");
+    assert_eq!(v["error"]["message"], router::auth::HASH_BUSY_MESSAGE);
+}
+
+/// What the control plane leaves when it cannot store a new version: the
+/// version deleted. The router must then ask again, for users and keys.
+#[tokio::test]
+async fn absent_versions_make_the_router_ask_the_control_plane_again() {
+    let e = env(100, 1000).await;
+    let shard = Arc::new(Shard::default());
+    let url = spawn_shard(shard.clone()).await;
+    let (db, _) = e.database(&[&url]);
+    let path = format!("/api/databases/{db}/tables");
+    let del = |name: String| {
+        let _: () = redis::cmd("DEL")
+            .arg(name)
+            .query(&mut redis_conn())
+            .unwrap();
+    };
+
+    // A membership removed, its user's version deleted (no invalidation).
+    let (user_id, _, token) = e.user_with_key(Access::ReadWrite, DatabaseScope::All);
+    e.member(&user_id, &db, Role::Editor);
+    assert_eq!(e.get(&path, Some(&token)).await.status(), 200);
+    assert_eq!(e.get(&path, Some(&token)).await.status(), 200);
+    {
+        let mut access = e.cp.access.lock().unwrap();
+        let a = access.get_mut(&user_id).unwrap();
+        a.memberships.clear();
+        a.version += 1;
+    }
+    del(format!("cluster:user:{user_id}"));
+    assert_eq!(e.get(&path, Some(&token)).await.status(), 404);
+
+    // A key narrowed away from the database, its version deleted.
+    let (user_id, key_id, token) = e.user_with_key(Access::ReadWrite, DatabaseScope::All);
+    e.member(&user_id, &db, Role::Editor);
+    assert_eq!(e.get(&path, Some(&token)).await.status(), 200);
+    assert_eq!(e.get(&path, Some(&token)).await.status(), 200);
+    {
+        let mut keys = e.cp.keys.lock().unwrap();
+        let k = keys.get_mut(&key_id).unwrap();
+        k.databases = DatabaseScope::Only(vec![new_tagged(Kind::Database, &random_token(5))]);
+        k.version += 1;
+    }
+    del(format!("cluster:key:{key_id}"));
+    assert_eq!(e.get(&path, Some(&token)).await.status(), 404);
+    assert_eq!(shard.hits.load(Ordering::SeqCst), 4);
 }

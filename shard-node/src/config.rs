@@ -27,8 +27,8 @@ pub fn pool_size_for(cpus: usize) -> usize {
     (cpus + 1).max(3)
 }
 
-/// How long a request waits for a pooled connection (or a new one).
-pub const POOL_WAIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long opening one PostgreSQL session may take.
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// How long `GET /internal/health` waits for PostgreSQL.
 pub const HEALTH_TIMEOUT_MS: u64 = 2_000;
 
@@ -69,6 +69,54 @@ pub struct Config {
     pub pool_size: usize,
     /// The trash purger's schedule.
     pub trash: TrashSettings,
+    /// Time limits of the node's PostgreSQL sessions and the pool wait.
+    pub db_limits: DbLimits,
+}
+
+/// Time limits of the node's PostgreSQL sessions, each set once per session
+/// in its startup options (no statement per request), and how long a
+/// request waits for a pooled session. See `state::Db` for where each one
+/// applies and docs/CONVENTIONS.md for the variables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DbLimits {
+    /// `SHARD_STATEMENT_TIMEOUT_MS`: every statement a request runs (reads
+    /// and record writes alike, lock waits included); also how long a
+    /// session may sit idle inside a transaction.
+    pub statement: std::time::Duration,
+    /// `SHARD_SCHEMA_TIMEOUT_MS`: each statement of a structural change
+    /// (tables, fields), which may rewrite a whole table. Such a change waits
+    /// at most `statement` for its locks.
+    pub schema: std::time::Duration,
+    /// `SHARD_MAINTENANCE_TIMEOUT_MS`: each statement of background work on
+    /// sessions of its own (catalog migrations, view sort index builds, the
+    /// trash purger).
+    pub maintenance: std::time::Duration,
+    /// `SHARD_POOL_WAIT_MS`: how long a request waits for a pooled session
+    /// before it is answered 503 with `Retry-After`.
+    pub pool_wait: std::time::Duration,
+}
+
+impl Default for DbLimits {
+    fn default() -> Self {
+        Self {
+            statement: std::time::Duration::from_secs(10),
+            schema: std::time::Duration::from_secs(50),
+            maintenance: std::time::Duration::from_secs(600),
+            pool_wait: std::time::Duration::from_secs(3),
+        }
+    }
+}
+
+impl DbLimits {
+    fn from_env() -> anyhow::Result<Self> {
+        let d = Self::default();
+        Ok(Self {
+            statement: millis("SHARD_STATEMENT_TIMEOUT_MS", d.statement)?,
+            schema: millis("SHARD_SCHEMA_TIMEOUT_MS", d.schema)?,
+            maintenance: millis("SHARD_MAINTENANCE_TIMEOUT_MS", d.maintenance)?,
+            pool_wait: millis("SHARD_POOL_WAIT_MS", d.pool_wait)?,
+        })
+    }
 }
 
 /// Part A: a trashed record is restorable for seven days.
@@ -108,6 +156,20 @@ fn secs(name: &str, default: std::time::Duration) -> anyhow::Result<std::time::D
     }
 }
 
+fn millis(name: &str, default: std::time::Duration) -> anyhow::Result<std::time::Duration> {
+    match optional(name) {
+        Some(v) => {
+            let n: u64 = v
+                .trim()
+                .parse()
+                .with_context(|| format!("{name} must be a whole number of milliseconds"))?;
+            anyhow::ensure!(n > 0, "{name} must be positive");
+            Ok(std::time::Duration::from_millis(n))
+        }
+        None => Ok(default),
+    }
+}
+
 fn required(name: &str) -> anyhow::Result<String> {
     let value = std::env::var(name).with_context(|| format!("{name} is required"))?;
     anyhow::ensure!(!value.trim().is_empty(), "{name} is empty");
@@ -123,7 +185,10 @@ impl Config {
         let listen = optional("SHARD_LISTEN").unwrap_or_else(|| "127.0.0.1:8091".into());
         let pool_size = match optional("SHARD_POOL_SIZE") {
             Some(v) => v
+                .trim()
                 .parse()
+                .ok()
+                .filter(|&n: &usize| n > 0)
                 .context("SHARD_POOL_SIZE must be a positive integer")?,
             None => default_pool_size(),
         };
@@ -141,6 +206,7 @@ impl Config {
                 interval: secs("SHARD_TRASH_PURGE_INTERVAL_SECS", TRASH_PURGE_INTERVAL)?,
                 retention: secs("SHARD_TRASH_RETENTION_SECS", TRASH_RETENTION)?,
             },
+            db_limits: DbLimits::from_env()?,
         })
     }
 }

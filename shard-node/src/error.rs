@@ -6,6 +6,17 @@ use cluster_protocol::error::{ErrorBody, ErrorCode};
 
 /// Message of the 421 a shard answers for a database it does not hold.
 pub const MISPLACED_MESSAGE: &str = "This database is not held by this shard.";
+/// 400 for a statement stopped by `statement_timeout` (a ceiling on the
+/// work one request may ask for: retrying the same request does not help).
+pub const TOO_SLOW_MESSAGE: &str = "This request took longer than the statement time limit \
+     and was stopped; nothing was changed. Ask for less at once (a narrower filter, a smaller \
+     page_size or fewer fields), or split the change.";
+/// 503 when every pooled session stayed busy for the whole pool wait.
+pub const POOL_BUSY_MESSAGE: &str = "The shard holding this database is busy. Retry in about 1s.";
+/// 503 when a structural change could not get its table's lock in time.
+pub const LOCKED_MESSAGE: &str = "The table is busy with another change. Retry in about 1s.";
+/// `Retry-After` of every 503 the node answers, in seconds.
+pub const RETRY_AFTER_SECS: u64 = 1;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -31,6 +42,10 @@ pub enum ApiError {
     /// 421: the principal's database is not in this shard's catalog.
     #[error("misplaced database")]
     Misplaced,
+    /// 503 with `Retry-After`: no session free in time, or a table lock
+    /// not granted in time. Transient; the message says so.
+    #[error("unavailable: {0}")]
+    Unavailable(&'static str),
     /// 500; the cause is logged once, when the response is built, never shown.
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
@@ -44,15 +59,48 @@ impl ApiError {
     }
 }
 
+/// The answer a time limit earns, for a PostgreSQL error that is one.
+fn time_limit(e: &tokio_postgres::Error) -> Option<ApiError> {
+    use tokio_postgres::error::SqlState;
+    match e.code()? {
+        c if *c == SqlState::QUERY_CANCELED => Some(ApiError::bad_request(TOO_SLOW_MESSAGE)),
+        c if *c == SqlState::LOCK_NOT_AVAILABLE => Some(ApiError::Unavailable(LOCKED_MESSAGE)),
+        _ => None,
+    }
+}
+
+/// The answer for an internal error whose cause is a time limit or pool
+/// exhaustion (it may have been wrapped with context on the way up).
+fn limit_in_chain(cause: &anyhow::Error) -> Option<ApiError> {
+    cause.chain().find_map(|e| {
+        if let Some(pg) = e.downcast_ref::<tokio_postgres::Error>() {
+            return time_limit(pg);
+        }
+        match e.downcast_ref::<deadpool_postgres::PoolError>()? {
+            deadpool_postgres::PoolError::Timeout(_) => {
+                Some(ApiError::Unavailable(POOL_BUSY_MESSAGE))
+            }
+            _ => None,
+        }
+    })
+}
+
 impl From<tokio_postgres::Error> for ApiError {
     fn from(e: tokio_postgres::Error) -> Self {
-        ApiError::Internal(anyhow::Error::new(e).context("postgres"))
+        time_limit(&e)
+            .unwrap_or_else(|| ApiError::Internal(anyhow::Error::new(e).context("postgres")))
     }
 }
 
 impl From<deadpool_postgres::PoolError> for ApiError {
     fn from(e: deadpool_postgres::PoolError) -> Self {
-        ApiError::Internal(anyhow::Error::new(e).context("postgres pool"))
+        match e {
+            deadpool_postgres::PoolError::Timeout(kind) => {
+                tracing::warn!(?kind, "no pooled postgres session free in time");
+                ApiError::Unavailable(POOL_BUSY_MESSAGE)
+            }
+            e => ApiError::Internal(anyhow::Error::new(e).context("postgres pool")),
+        }
     }
 }
 
@@ -85,10 +133,21 @@ impl IntoResponse for ApiError {
                     .unwrap_or(StatusCode::MISDIRECTED_REQUEST),
                 ErrorBody::new(ErrorCode::NotFound, MISPLACED_MESSAGE),
             ),
-            ApiError::Internal(cause) => {
-                tracing::error!(error = format!("{cause:#}"), "internal error");
-                envelope(StatusCode::INTERNAL_SERVER_ERROR, ErrorBody::internal())
+            ApiError::Unavailable(m) => {
+                let mut resp = envelope(StatusCode::SERVICE_UNAVAILABLE, ErrorBody::unavailable(m));
+                resp.headers_mut().insert(
+                    axum::http::header::RETRY_AFTER,
+                    axum::http::HeaderValue::from(RETRY_AFTER_SECS),
+                );
+                resp
             }
+            ApiError::Internal(cause) => match limit_in_chain(&cause) {
+                Some(answer) => answer.into_response(),
+                None => {
+                    tracing::error!(error = format!("{cause:#}"), "internal error");
+                    envelope(StatusCode::INTERNAL_SERVER_ERROR, ErrorBody::internal())
+                }
+            },
         }
     }
 }

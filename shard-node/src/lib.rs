@@ -14,8 +14,11 @@
 //! * [`schema`]: the schema model of a database (tables, fields, costumes,
 //!   columns, operators), cached per database by `schema_version`.
 //! * [`error`]: the one error type and its HTTP mapping.
+//! * [`state`]: the pool and its time limits; [`cancel`]: what an abandoned
+//!   request does to the statements it left running.
 
 pub mod auth;
+pub mod cancel;
 pub mod catalog;
 pub mod config;
 pub mod databases;
@@ -51,11 +54,15 @@ pub async fn run_until(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let db = Db::connect(config.database_url.expose(), config.pool_size)?;
+    let db = Db::connect_with(
+        config.database_url.expose(),
+        config.pool_size,
+        config.db_limits,
+    )?;
     migrate(&db).await?;
     let _purger = trash::purger::spawn(db.clone(), config.trash);
     let state = AppState::new(&config, db);
-    let app = http::router(state);
+    let app = http::router(state).layer(axum::middleware::from_fn(abandon_scope));
     tracing::info!(
         shard = %config.shard_name,
         addr = %listener.local_addr().context("listener address")?,
@@ -69,10 +76,21 @@ pub async fn run_until(
     Ok(())
 }
 
-/// Applies pending catalog migrations.
+/// Every request runs inside [`cancel::abandon_on_drop`]: dropped
+/// unfinished, it cancels the statements it left running.
+async fn abandon_scope(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    cancel::abandon_on_drop(next.run(req)).await
+}
+
+/// Applies pending catalog migrations, on a session of their own under the
+/// maintenance time limit (a migration may rewrite a catalog table, and
+/// waits for another node's migration run).
 pub async fn migrate(db: &Db) -> anyhow::Result<()> {
     db.measured(DbOp::Migrate, async {
-        let mut client = db.client().await?;
+        let mut client = db.maintenance_client().await?;
         catalog::migrations::run(&mut client).await?;
         Ok(())
     })

@@ -2,14 +2,18 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use deadpool_postgres::{Object, Pool, Runtime, Transaction};
+use deadpool_postgres::{
+    Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime, Transaction,
+};
 use tokio_postgres::NoTls;
 
-use crate::config::{Config, Secret, POOL_WAIT_TIMEOUT};
+use crate::config::{Config, DbLimits, Secret, CONNECT_TIMEOUT};
 use crate::error::ApiResult;
+
+pub use crate::cancel::{abandon_on_drop, PgConn};
 
 #[derive(Clone)]
 pub struct AppState {
@@ -110,27 +114,124 @@ impl DbOp {
 }
 
 /// The pool to this shard's PostgreSQL.
+///
+/// Time limits ([`DbLimits`]) are part of each session's startup options,
+/// so they cost no statement per request:
+/// * pooled sessions run every statement under `statement_timeout` =
+///   `limits.statement` (reads and record writes; lock waits count), and
+///   `idle_in_transaction_session_timeout` = the same, so a transaction
+///   left open cannot hold its locks longer than a statement could;
+/// * a structural change raises its own transaction's limit to
+///   `limits.schema` (`SET LOCAL`, see [`SCHEMA_LIMITS_SQL`]) and waits at
+///   most `limits.statement` for locks, so it never queues the table's
+///   readers behind it for long;
+/// * background work (migrations, sort index builds, the trash purger)
+///   runs on sessions of its own ([`Db::maintenance_client`]) under
+///   `limits.maintenance`, and never holds a request's session.
 #[derive(Clone)]
 pub struct Db {
     pool: Pool,
+    /// Sessions for background work, at most [`MAINTENANCE_SESSIONS`].
+    maintenance: Pool,
+}
+
+/// Background statements running at once (each may be a whole-table index
+/// build); more wait their turn rather than load the shard further.
+pub const MAINTENANCE_SESSIONS: usize = 2;
+
+/// Run first in a structural change's transaction: its statements may take
+/// `SHARD_SCHEMA_TIMEOUT_MS`, its lock waits `SHARD_STATEMENT_TIMEOUT_MS`.
+/// The values travel in the session's startup options as custom settings,
+/// so no caller needs the configuration.
+pub const SCHEMA_LIMITS_SQL: &str = "SELECT \
+     set_config('statement_timeout', current_setting('shard_node.schema_timeout'), true), \
+     set_config('lock_timeout', current_setting('shard_node.schema_lock_timeout'), true)";
+
+/// The startup options of a session: `url`'s own, then `settings`.
+fn with_options(
+    url: &str,
+    application: &str,
+    settings: &[(&str, Duration)],
+) -> anyhow::Result<tokio_postgres::Config> {
+    let mut cfg: tokio_postgres::Config = url.parse().context("parse SHARD_DATABASE_URL")?;
+    let mut options = cfg.get_options().unwrap_or_default().to_owned();
+    for (name, value) in settings {
+        if !options.is_empty() {
+            options.push(' ');
+        }
+        options.push_str(&format!("-c {name}={}", value.as_millis()));
+    }
+    cfg.options(&options);
+    if cfg.get_application_name().is_none() {
+        cfg.application_name(application);
+    }
+    cfg.connect_timeout(CONNECT_TIMEOUT);
+    Ok(cfg)
+}
+
+fn build_pool(
+    cfg: tokio_postgres::Config,
+    size: usize,
+    wait: Option<Duration>,
+) -> anyhow::Result<Pool> {
+    let manager = Manager::from_config(
+        cfg,
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(size)
+        .wait_timeout(wait)
+        .create_timeout(Some(CONNECT_TIMEOUT))
+        .runtime(Runtime::Tokio1)
+        .build()
+        .context("create the postgres pool")
 }
 
 impl Db {
+    /// A pool of `pool_size` sessions under the default [`DbLimits`].
     pub fn connect(url: &str, pool_size: usize) -> anyhow::Result<Self> {
-        let mut cfg = deadpool_postgres::Config::new();
-        cfg.url = Some(url.to_owned());
-        let mut pool = deadpool_postgres::PoolConfig::new(pool_size.max(1));
-        pool.timeouts.wait = Some(POOL_WAIT_TIMEOUT);
-        pool.timeouts.create = Some(POOL_WAIT_TIMEOUT);
-        cfg.pool = Some(pool);
-        let pool = cfg
-            .create_pool(Some(Runtime::Tokio1), NoTls)
-            .context("create the postgres pool")?;
-        Ok(Self { pool })
+        Self::connect_with(url, pool_size, DbLimits::default())
     }
 
-    pub async fn client(&self) -> ApiResult<Object> {
-        Ok(self.pool.get().await?)
+    pub fn connect_with(url: &str, pool_size: usize, limits: DbLimits) -> anyhow::Result<Self> {
+        let pooled = with_options(
+            url,
+            "shard-node",
+            &[
+                ("statement_timeout", limits.statement),
+                ("idle_in_transaction_session_timeout", limits.statement),
+                ("shard_node.schema_timeout", limits.schema),
+                ("shard_node.schema_lock_timeout", limits.statement),
+            ],
+        )?;
+        let maintenance = with_options(
+            url,
+            "shard-node maintenance",
+            &[
+                ("statement_timeout", limits.maintenance),
+                ("idle_in_transaction_session_timeout", limits.maintenance),
+            ],
+        )?;
+        let pool = build_pool(pooled, pool_size.max(1), Some(limits.pool_wait))?;
+        // Background work waits for a session as long as it takes.
+        let maintenance = build_pool(maintenance, MAINTENANCE_SESSIONS, None)?;
+        Ok(Self { pool, maintenance })
+    }
+
+    /// A pooled session for one request. Held by a request that is dropped
+    /// before it finishes (the client went away), it cancels its statement
+    /// and is closed rather than pooled ([`PgConn`]).
+    pub async fn client(&self) -> ApiResult<PgConn> {
+        Ok(PgConn(Some(self.pool.get().await?)))
+    }
+
+    /// A session for background work (not one of the request pool's),
+    /// under the maintenance time limit.
+    pub async fn maintenance_client(&self) -> ApiResult<Object> {
+        Ok(self.maintenance.get().await?)
     }
 
     /// Runs `work` in one transaction, timed as `op`: commits only when it

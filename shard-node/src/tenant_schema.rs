@@ -213,21 +213,34 @@ pub async fn alter_column_type(
     Ok(c.batch_execute(&sql).await)
 }
 
-/// A view's sort index (see `views::sort_index`): btree on the field's
-/// column over live records, built without blocking writes. A build that
-/// fails leaves no invalid index behind.
+/// A view's sort index (see `views::sort_index`): btree over live records
+/// on what the ordering compares first, built without blocking writes. A
+/// build that fails leaves no invalid index behind. A text column is
+/// indexed on `left(col, SORT_PREFIX_CHARS)` (`"<field>_sort_prefix"`):
+/// an entry on the whole column would refuse a text longer than a btree
+/// entry holds (every later write of such a value a 500), and text keys
+/// order by that prefix first (filter-lang). A plain-column index an
+/// earlier version built on a text column is dropped once the prefix one
+/// stands. Other columns: `"<field>_sort"` on the column.
 pub async fn create_sort_index(
     c: &impl GenericClient,
     database_id: &str,
     table_id: &str,
     field_id: &str,
+    text: bool,
 ) -> anyhow::Result<()> {
-    ident(Kind::Field, field_id)?;
-    let bare = format!("\"{field_id}_sort\"");
+    let col = column(field_id)?;
+    let (bare, key) = if text {
+        (
+            format!("\"{field_id}_sort_prefix\""),
+            format!("left({col}, {})", filter_lang::SORT_PREFIX_CHARS),
+        )
+    } else {
+        (format!("\"{field_id}_sort\""), col)
+    };
     let sql = format!(
-        "CREATE INDEX CONCURRENTLY IF NOT EXISTS {bare} ON {} ({}) WHERE deleted_at IS NULL",
+        "CREATE INDEX CONCURRENTLY IF NOT EXISTS {bare} ON {} ({key}) WHERE deleted_at IS NULL",
         table(database_id, table_id)?,
-        column(field_id)?
     );
     if let Err(e) = c.batch_execute(&sql).await {
         let drop = format!(
@@ -237,22 +250,69 @@ pub async fn create_sort_index(
         let _ = c.batch_execute(&drop).await;
         return Err(e).context("create sort index");
     }
+    if text {
+        let old = format!(
+            "DROP INDEX CONCURRENTLY IF EXISTS {}.\"{field_id}_sort\"",
+            schema(database_id)?
+        );
+        c.batch_execute(&old)
+            .await
+            .context("drop a whole-column text sort index")?;
+    }
     Ok(())
 }
 
-/// The partial UNIQUE index of a field over live records. The inner result
-/// is the datastore's refusal (duplicates already stored).
+/// Drops a field's sort indexes (before its column changes type: an index
+/// on `left(col, N)` cannot follow a text column to numeric).
+pub async fn drop_sort_indexes(
+    c: &impl GenericClient,
+    database_id: &str,
+    field_id: &str,
+) -> anyhow::Result<()> {
+    ident(Kind::Field, field_id)?;
+    let s = schema(database_id)?;
+    c.batch_execute(&format!(
+        "DROP INDEX IF EXISTS {s}.\"{field_id}_sort\"; DROP INDEX IF EXISTS {s}.\"{field_id}_sort_prefix\";"
+    ))
+    .await
+    .context("drop sort indexes")
+}
+
+/// What a field's unique index is built on, for a column of `sql_type`
+/// over the row alias `row` (empty: the bare column): `md5(col)` for text,
+/// so any text fits a btree entry (the whole text would not: "index row
+/// size" on every long write); the column itself otherwise. Two texts are
+/// then duplicates when their MD5s are equal: the same text, or a crafted
+/// MD5 collision (which can only make a tenant's own two values clash).
+pub fn unique_key(field_id: &str, sql_type: &str, row: &str) -> anyhow::Result<String> {
+    let col = column(field_id)?;
+    let col = if row.is_empty() {
+        col
+    } else {
+        format!("{row}.{col}")
+    };
+    Ok(if sql_type == "text" {
+        format!("md5({col})")
+    } else {
+        col
+    })
+}
+
+/// The partial UNIQUE index of a field over live records
+/// ([`unique_key`]). The inner result is the datastore's refusal
+/// (duplicates already stored).
 pub async fn create_unique_index(
     c: &impl GenericClient,
     database_id: &str,
     table_id: &str,
     field_id: &str,
+    sql_type: &str,
 ) -> anyhow::Result<Result<(), tokio_postgres::Error>> {
     let (bare, _) = unique_index(database_id, field_id)?;
     let sql = format!(
-        "CREATE UNIQUE INDEX {bare} ON {} ({}) WHERE deleted_at IS NULL",
+        "CREATE UNIQUE INDEX {bare} ON {} (({})) WHERE deleted_at IS NULL",
         table(database_id, table_id)?,
-        column(field_id)?
+        unique_key(field_id, checked_type(sql_type)?, "")?
     );
     Ok(c.batch_execute(&sql).await)
 }

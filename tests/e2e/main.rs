@@ -1,6 +1,7 @@
 //! One test binary for the whole end-to-end suite (links once).
 
 mod auth;
+mod client_errors;
 mod cross_tenant;
 mod databases;
 mod fields;
@@ -13,6 +14,8 @@ mod records_upsert_race;
 mod roles;
 mod routing;
 mod security_injection;
+mod security_keys;
+mod security_limits;
 mod security_privilege;
 mod shard_direct;
 mod tables;

@@ -65,13 +65,15 @@ pub async fn insert(db: &impl Db, key: &NewKey<'_>) -> anyhow::Result<(KeyInfo, 
     Ok((info_of(&row)?, row.try_get("version")?))
 }
 
-/// The key with its user, as routers need it.
-pub async fn get_record(db: &impl Db, id: &str) -> anyhow::Result<Option<KeyRecord>> {
+/// The key with its user, as routers need it, share-locking both rows
+/// until the transaction ends.
+pub async fn get_record_for_share(db: &impl Db, id: &str) -> anyhow::Result<Option<KeyRecord>> {
     let Some(row) = db
         .query_opt(
             "SELECT k.id, k.name, k.user_id, k.secret_hash, k.access, k.databases, k.created_at, k.version,
                     u.email, u.name AS user_name, u.suspended_at IS NOT NULL AS suspended
-             FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.id = $1",
+             FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.id = $1
+             FOR SHARE OF k, u",
             &[&id],
         )
         .await
@@ -142,20 +144,6 @@ pub async fn delete(db: &impl Db, id: &str) -> anyhow::Result<bool> {
         .await
         .context("delete api key")?
         > 0)
-}
-
-/// The key's current version if it exists and its user is not suspended.
-pub async fn live_version(db: &impl Db, id: &str) -> anyhow::Result<Option<i64>> {
-    db.query_opt(
-        "SELECT k.version FROM api_keys k JOIN users u ON u.id = k.user_id
-         WHERE k.id = $1 AND u.suspended_at IS NULL",
-        &[&id],
-    )
-    .await
-    .context("check key liveness")?
-    .map(|r| r.try_get(0))
-    .transpose()
-    .map_err(Into::into)
 }
 
 /// Every key of a user with its version.

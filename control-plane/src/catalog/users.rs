@@ -52,6 +52,19 @@ pub async fn get(db: &impl Db, id: &str) -> Result<Option<UserRow>, tokio_postgr
         .transpose()
 }
 
+/// Like [`get`], share-locking the row until the transaction ends.
+pub async fn get_for_share(
+    db: &impl Db,
+    id: &str,
+) -> Result<Option<UserRow>, tokio_postgres::Error> {
+    let sql = format!("SELECT {COLUMNS} FROM users WHERE id = $1 FOR SHARE");
+    db.query_opt(&sql, &[&id])
+        .await?
+        .as_ref()
+        .map(from_row)
+        .transpose()
+}
+
 /// Sets or clears `suspended_at` (keeping the first suspension time).
 pub async fn set_suspended(
     db: &impl Db,

@@ -1,11 +1,14 @@
 //! Memberships, support grants and the access summary routers cache.
-//! Every change bumps the user's access version in the same transaction,
-//! then stores it in Redis and publishes an invalidation (best effort).
+//! Every change bumps the user's access version in the same transaction and,
+//! before committing, deletes the version from Redis (failing closed: if
+//! Redis does not confirm, the change is rolled back and answered 503);
+//! after the commit the new version is stored and an invalidation published
+//! (best effort). See `liveness`.
 
 use cluster_protocol::control::{MemberChange, SupportChange, UserAccess};
 use deadpool_postgres::Transaction;
 
-use super::{unknown_database, unknown_user};
+use super::{redis_refused, unknown_database, unknown_user};
 use crate::catalog::{databases, members, users};
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
@@ -41,6 +44,10 @@ async fn apply(
     let version = users::bump_access_version(&*tx, user_id)
         .await?
         .ok_or_else(|| unknown_user(user_id))?;
+    if let Err(e) = state.redis.clear_user(user_id).await {
+        drop(tx);
+        return Err(redis_refused("clear the user's access version", e));
+    }
     tx.commit().await?;
     state.redis.announce_user(user_id, version).await;
     Ok(())
@@ -72,22 +79,19 @@ pub async fn revoke_support(state: &AppState, req: SupportChange) -> ApiResult<(
     apply(state, &req.database_id, &req.user_id, Change::RevokeSupport).await
 }
 
-/// Memberships and support grants of active databases, read in one snapshot
-/// so the version matches the lists; re-seeds the version in Redis.
+/// Memberships and support grants of active databases with the version they
+/// belong to; re-seeds the version in Redis. The user's row is share-locked
+/// from the first read to after the seed: a change (which bumps the version
+/// under a row lock) cannot commit in between, so the lists match the
+/// version, and a seed of this version cannot land after a change's delete.
 pub async fn user_access(state: &AppState, user_id: &str) -> ApiResult<UserAccess> {
     let mut client = state.pool.get().await?;
-    let tx = client
-        .build_transaction()
-        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
-        .await?;
-    let user = users::get(&*tx, user_id)
+    let tx = client.transaction().await?;
+    let user = users::get_for_share(&*tx, user_id)
         .await?
         .ok_or_else(|| unknown_user(user_id))?;
     let memberships = members::active_memberships(&*tx, user_id).await?;
     let support = members::active_support(&*tx, user_id).await?;
-    tx.commit().await?;
     if let Err(e) = state
         .redis
         .set_user_version(user_id, user.access_version)
@@ -99,6 +103,7 @@ pub async fn user_access(state: &AppState, user_id: &str) -> ApiResult<UserAcces
             "redis: seed user access version failed; continuing"
         );
     }
+    tx.commit().await?;
     Ok(UserAccess {
         user_id: user_id.to_string(),
         version: user.access_version,

@@ -9,7 +9,7 @@ use cluster_protocol::control::{
 use cluster_protocol::ids::{self, Kind};
 use rand::RngCore;
 
-use super::unknown_user;
+use super::{redis_refused, unknown_user};
 use crate::catalog::{keys, users};
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
@@ -91,6 +91,9 @@ pub async fn create(state: &AppState, req: CreateKey) -> ApiResult<CreatedKey> {
     })
 }
 
+/// Changes a key's access and/or scope. Its version is deleted from Redis
+/// before the commit (a failure rolls back: 503, nothing changed) and the
+/// new one stored after it (best effort: absent, routers ask again).
 pub async fn update(state: &AppState, id: &str, req: UpdateKey) -> ApiResult<KeyInfo> {
     if req.access.is_none() && req.databases.is_none() {
         return Err(ApiError::bad_request(
@@ -100,10 +103,17 @@ pub async fn update(state: &AppState, id: &str, req: UpdateKey) -> ApiResult<Key
     if let Some(scope) = &req.databases {
         validate_scope(scope)?;
     }
-    let client = state.pool.get().await?;
-    let updated = keys::update(&**client, id, req.access, req.databases.as_ref())
+    let mut client = state.pool.get().await?;
+    let tx = client.transaction().await?;
+    let updated = keys::update(&*tx, id, req.access, req.databases.as_ref())
         .await?
         .ok_or_else(|| unknown_key(id))?;
+    // Fail closed: routers must not keep the old access or scope.
+    if let Err(e) = state.redis.clear_keys(&[id.to_string()]).await {
+        drop(tx);
+        return Err(redis_refused("clear the key's version", e));
+    }
+    tx.commit().await?;
     // A suspended user's keys stay without liveness until unsuspension.
     state
         .redis
@@ -113,7 +123,7 @@ pub async fn update(state: &AppState, id: &str, req: UpdateKey) -> ApiResult<Key
 }
 
 /// Revokes (deletes) a key. The liveness key is cleared before the commit
-/// (a Redis failure then aborts the revocation: 500, nothing changed) and
+/// (a Redis failure then aborts the revocation: 503, nothing changed) and
 /// again after it (a failure is a 500 asking for a retry; a retry on the now
 /// unknown key still clears Redis before answering 404).
 pub async fn revoke(state: &AppState, id: &str) -> ApiResult<()> {
@@ -129,11 +139,10 @@ pub async fn revoke(state: &AppState, id: &str) -> ApiResult<()> {
             .context("clear liveness of unknown key")?;
         return Err(unknown_key(id));
     }
-    state
-        .redis
-        .clear_keys(&ids)
-        .await
-        .context("clear key liveness before revocation")?;
+    if let Err(e) = state.redis.clear_keys(&ids).await {
+        drop(tx);
+        return Err(redis_refused("clear the key's liveness", e));
+    }
     tx.commit().await?;
     state
         .redis
@@ -144,47 +153,26 @@ pub async fn revoke(state: &AppState, id: &str) -> ApiResult<()> {
     Ok(())
 }
 
-/// The key for a router, re-seeding its liveness when it is live. The seed
-/// is followed by a re-read: if the key was revoked or its user suspended
-/// meanwhile, the liveness key is removed again, so a seed can never outlive
-/// a revocation.
+/// The key for a router, re-seeding its liveness when it is live. The key's
+/// and its user's rows are share-locked from the read to after the seed, so
+/// an update, revocation or suspension (which delete the version under a
+/// row lock before committing) cannot slip between them: a seed can never
+/// outlive a change.
 pub async fn fetch(state: &AppState, id: &str) -> ApiResult<KeyRecord> {
-    let client = state.pool.get().await?;
-    let record = keys::get_record(&**client, id)
+    let mut client = state.pool.get().await?;
+    let tx = client.transaction().await?;
+    let record = keys::get_record_for_share(&*tx, id)
         .await?
         .ok_or_else(|| unknown_key(id))?;
-    if record.user.suspended {
-        return Ok(record);
-    }
-    if let Err(e) = state.redis.set_key_version(id, record.version).await {
-        tracing::warn!(
-            error = format!("{e:#}"),
-            id,
-            "redis: seed key liveness failed; continuing"
-        );
-        return Ok(record);
-    }
-    match keys::live_version(&**client, id).await? {
-        Some(v) if v == record.version => Ok(record),
-        Some(v) => {
-            // Updated meanwhile: seed the newer version, answer the newer record.
-            let _ = state.redis.set_key_version(id, v).await;
-            keys::get_record(&**client, id)
-                .await?
-                .ok_or_else(|| unknown_key(id))
-        }
-        None => {
-            if let Err(e) = state.redis.clear_keys(&[id.to_string()]).await {
-                tracing::error!(
-                    error = format!("{e:#}"),
-                    id,
-                    "redis: could not clear liveness seeded during revocation"
-                );
-            }
-            match keys::get_record(&**client, id).await? {
-                Some(r) => Ok(r),
-                None => Err(unknown_key(id)),
-            }
+    if !record.user.suspended {
+        if let Err(e) = state.redis.set_key_version(id, record.version).await {
+            tracing::warn!(
+                error = format!("{e:#}"),
+                id,
+                "redis: seed key liveness failed; continuing"
+            );
         }
     }
+    tx.commit().await?;
+    Ok(record)
 }

@@ -13,6 +13,16 @@ pub(crate) fn unknown_user(id: &str) -> ApiError {
     ApiError::not_found(format!("Unknown user {id}."))
 }
 
+/// The 503 of a change whose version delete Redis did not confirm: the
+/// transaction was rolled back, so nothing changed (see `liveness`).
+pub(crate) fn redis_refused(what: &str, e: anyhow::Error) -> ApiError {
+    tracing::warn!(error = format!("{e:#}"), "redis: {what} failed");
+    ApiError::Unavailable(format!(
+        "Redis did not accept the change ({what}), so routers could keep the old rights: \
+         nothing was changed. Retry when Redis accepts writes."
+    ))
+}
+
 pub(crate) fn unknown_database(id: &str) -> ApiError {
     ApiError::not_found(format!("Unknown database {id}."))
 }

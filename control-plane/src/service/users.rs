@@ -4,7 +4,7 @@ use anyhow::Context;
 use cluster_protocol::control::{CreateUser, User};
 use cluster_protocol::ids::{self, Kind};
 
-use super::unknown_user;
+use super::{redis_refused, unknown_user};
 use crate::catalog::{keys, users};
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
@@ -48,9 +48,9 @@ pub async fn create(state: &AppState, req: CreateUser) -> ApiResult<User> {
 
 /// Suspends or unsuspends a user. Suspension clears the liveness of every
 /// key of the user in Redis before and after the catalog commit, and fails
-/// (500) if Redis cannot be cleared: with the clear failing before commit
-/// nothing changes; failing after commit the user is suspended in the
-/// catalog and retrying the (idempotent) suspension clears Redis.
+/// if Redis cannot be cleared: failing before the commit (503) nothing
+/// changes; failing after it (500) the user is suspended in the catalog and
+/// retrying the (idempotent) suspension clears Redis.
 pub async fn set_suspended(state: &AppState, id: &str, suspended: bool) -> ApiResult<User> {
     let mut client = state.pool.get().await?;
     let tx = client.transaction().await?;
@@ -60,11 +60,10 @@ pub async fn set_suspended(state: &AppState, id: &str, suspended: bool) -> ApiRe
     let user_keys = keys::versions_of_user(&*tx, id).await?;
     let key_ids: Vec<String> = user_keys.iter().map(|(k, _)| k.clone()).collect();
     if suspended {
-        state
-            .redis
-            .clear_keys(&key_ids)
-            .await
-            .context("clear key liveness before suspension")?;
+        if let Err(e) = state.redis.clear_keys(&key_ids).await {
+            drop(tx);
+            return Err(redis_refused("clear the liveness of the user's keys", e));
+        }
     }
     tx.commit().await?;
     if suspended {

@@ -28,10 +28,15 @@ pub fn skip() -> bool {
 
 /// A fresh catalog database and a server on an ephemeral port.
 pub async fn spawn_app() -> App {
-    let admin_url = std::env::var("TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
     let redis_url =
         std::env::var("TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    spawn_app_with_redis(redis_url).await
+}
+
+/// Like [`spawn_app`], with the control plane (and `App::redis`) on `redis_url`.
+pub async fn spawn_app_with_redis(redis_url: String) -> App {
+    let admin_url = std::env::var("TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
     let (admin, conn) = tokio_postgres::connect(&admin_url, tokio_postgres::NoTls)
         .await
         .expect("connect postgres");

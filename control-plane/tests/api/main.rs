@@ -6,5 +6,6 @@ mod access;
 mod allocation;
 mod basics;
 mod cli;
+mod fail_closed;
 mod helpers;
 mod keys;

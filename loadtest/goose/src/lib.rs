@@ -6,9 +6,7 @@ use std::sync::Mutex;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use cluster_protocol::control::{Access, Role};
-use cluster_protocol::principal::{
-    Principal, HEADER_PRINCIPAL, HEADER_SIGNATURE, HEADER_TIMESTAMP,
-};
+use cluster_protocol::principal::{Principal, Target};
 use hdrhistogram::Histogram;
 
 pub fn env_or(name: &str, default: &str) -> String {
@@ -40,7 +38,9 @@ pub fn owner_principal(user_id: String, key_id: String, database_id: String) -> 
 }
 
 /// `builder` with the router's signature headers for `principal`, signed
-/// now with `secret` (`Principal::sign`: the router's own code).
+/// now with `secret` over the request's method, path and query and its
+/// (empty) body, as the router signs (`Principal::sign_request`). Only for
+/// requests without a body.
 pub fn signed(
     builder: reqwest::RequestBuilder,
     principal: &Principal,
@@ -50,11 +50,24 @@ pub fn signed(
         .duration_since(UNIX_EPOCH)
         .expect("clock after 1970")
         .as_secs() as i64;
-    let signed = principal.sign(secret, now);
-    builder
-        .header(HEADER_PRINCIPAL, signed.principal)
-        .header(HEADER_TIMESTAMP, signed.timestamp)
-        .header(HEADER_SIGNATURE, signed.signature)
+    let (client, request) = builder.build_split();
+    let mut request = request.expect("a valid request");
+    let url = request.url();
+    let path_and_query = match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_string(),
+    };
+    let method = request.method().to_string();
+    let target = Target {
+        method: &method,
+        path_and_query: &path_and_query,
+    };
+    let signed = principal.sign_request(secret, now, target, b"");
+    for (name, value) in signed.headers() {
+        let value = reqwest::header::HeaderValue::from_str(value).expect("ASCII header");
+        request.headers_mut().insert(name, value);
+    }
+    reqwest::RequestBuilder::from_parts(client, request)
 }
 
 /// Latencies (send to last body byte, µs) and counts of one scenario.

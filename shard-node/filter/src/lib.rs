@@ -79,9 +79,9 @@ pub mod schema;
 pub mod sort;
 pub mod sql;
 
-pub use bookmark::Bookmark;
+pub use bookmark::{Bookmark, BookmarkKey};
 pub use error::Error;
 pub use filter::{FieldKey, Filter};
 pub use schema::{Aggregation, Choice, Conditions, Env, FieldDef, LinkSpec, Op, Schema, Storage};
-pub use sort::{parse_sort, Resume, Sort, SortPlan};
+pub use sort::{parse_sort, Resume, Sort, SortPlan, MAX_SORT_TERMS, SORT_PREFIX_CHARS};
 pub use sql::{contains_pattern, qualified, quote_ident, Params, SqlValue};

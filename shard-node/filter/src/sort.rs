@@ -26,6 +26,28 @@ pub struct Sort {
     pub terms: Vec<SortTerm>,
 }
 
+/// Most terms a sort (the `sort` parameter or a view's `sorts`) may have.
+/// The keyset condition grows with the square of the number of terms, and
+/// a term after the first few rarely changes an order; 32 is far above
+/// what a person sorts by and keeps the resume condition at a few hundred
+/// comparisons.
+pub const MAX_SORT_TERMS: usize = 32;
+
+/// Characters of a text key that the ordering compares first (and that a
+/// view's sort index holds): `left(col, 500)` is at most 2,000 bytes, under
+/// the 2,704 bytes a btree entry may take, so the index accepts any text.
+/// Text keys order by `(left(col, N), col)`, which is the order of `col`
+/// itself under a code-point collation (the cluster's `C.UTF-8`) and a
+/// total order consistent with the keyset condition under any other.
+pub const SORT_PREFIX_CHARS: usize = 500;
+
+fn too_many_terms(path: &str, n: usize) -> Error {
+    Error::new(
+        path,
+        format!("A sort may have at most {MAX_SORT_TERMS} terms; this one has {n}."),
+    )
+}
+
 const SORTABLE: &str = "text, long text, number, date, checkbox and single select";
 
 fn check_sortable(schema: &Schema, field: usize, path: &str) -> Result<(), Error> {
@@ -60,6 +82,10 @@ pub fn parse_sort(text: &str, schema: &Schema) -> Result<Sort, Error> {
     let mut terms = Vec::new();
     if text.trim().is_empty() {
         return Ok(Sort { terms });
+    }
+    let n = text.split(',').count();
+    if n > MAX_SORT_TERMS {
+        return Err(too_many_terms("sort", n));
     }
     for (i, raw) in text.split(',').enumerate() {
         let path = format!("sort[{i}]");
@@ -121,6 +147,9 @@ impl Sort {
         let Value::Array(items) = value else {
             return Err(Error::new("view.sorts", "A view's sorts must be a list."));
         };
+        if items.len() > MAX_SORT_TERMS {
+            return Err(too_many_terms("view.sorts", items.len()));
+        }
         let mut terms = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let path = format!("view.sorts[{i}]");
@@ -141,6 +170,18 @@ impl Sort {
         Ok(Sort { terms })
     }
 
+    /// What this ordering is, by field ids and directions (`fld_a+,fld_b-`):
+    /// part of a bookmark's fingerprint, stable across renames and moves.
+    pub fn fingerprint(&self, schema: &Schema) -> String {
+        let mut out = String::new();
+        for t in &self.terms {
+            out.push_str(&schema.fields[t.field].id);
+            out.push(if t.desc { '-' } else { '+' });
+            out.push(',');
+        }
+        out
+    }
+
     /// Key expressions for the record table aliased `row_alias`. Parameters
     /// (choice orders) are pushed once here and shared by the ORDER BY and
     /// the keyset condition, so build one plan per statement.
@@ -158,6 +199,7 @@ impl Sort {
                         "(CASE WHEN {col} IS NULL THEN NULL ELSE COALESCE(array_position({p}, {col}), 2147483647) END)"
                     )
                 };
+                let mut prefixed = false;
                 let (expr, ty) = match (&f.storage, &f.value_order) {
                     (Storage::SingleSelect { choices }, _) => (
                         ordered(params, choices.iter().map(|c| c.id.clone()).collect()),
@@ -166,7 +208,10 @@ impl Sort {
                     (Storage::Text | Storage::LongText, Some(order)) => {
                         (ordered(params, order.clone()), KeyType::Int)
                     }
-                    (Storage::Text | Storage::LongText, None) => (col, KeyType::Text),
+                    (Storage::Text | Storage::LongText, None) => {
+                        prefixed = true;
+                        (col, KeyType::Text)
+                    }
                     (Storage::Number, _) => (col, KeyType::Numeric),
                     (Storage::Date { include_time: false }, _) => (col, KeyType::Date),
                     (Storage::Date { include_time: true }, _) => (col, KeyType::Timestamp),
@@ -179,6 +224,7 @@ impl Sort {
                     expr,
                     desc: t.desc,
                     ty,
+                    prefixed,
                 }
             })
             .collect();
@@ -206,6 +252,26 @@ pub struct SortKey {
     pub expr: String,
     pub desc: bool,
     pub ty: KeyType,
+    /// A text key ordered by `(left(expr, SORT_PREFIX_CHARS), expr)`; see
+    /// [`SORT_PREFIX_CHARS`].
+    pub prefixed: bool,
+}
+
+impl SortKey {
+    /// `left(expr, N)` of a prefixed key.
+    fn prefix_of(&self, e: &str) -> String {
+        format!("left({e}, {SORT_PREFIX_CHARS})")
+    }
+
+    /// What an index on this key is built on and a seek bound compares:
+    /// the prefix of a prefixed key, else the expression itself.
+    pub fn leading(&self) -> String {
+        if self.prefixed {
+            self.prefix_of(&self.expr)
+        } else {
+            self.expr.clone()
+        }
+    }
 }
 
 /// The ordering of one statement.
@@ -221,12 +287,18 @@ impl SortPlan {
         let mut parts: Vec<String> = self
             .keys
             .iter()
-            .map(|k| {
-                if k.desc {
-                    format!("{} DESC NULLS FIRST", k.expr)
+            .flat_map(|k| {
+                let dir = if k.desc {
+                    "DESC NULLS FIRST"
                 } else {
-                    format!("{} ASC NULLS LAST", k.expr)
+                    "ASC NULLS LAST"
+                };
+                let mut parts = Vec::with_capacity(2);
+                if k.prefixed {
+                    parts.push(format!("{} {dir}", k.leading()));
                 }
+                parts.push(format!("{} {dir}", k.expr));
+                parts
             })
             .collect();
         parts.push(format!("{} ASC", self.id));
@@ -307,10 +379,20 @@ impl SortPlan {
         let mut equal_prefix: Vec<String> = Vec::new();
         for (k, p) in self.keys.iter().zip(&placeholders) {
             let e = &k.expr;
+            // Strictly after `p` in (prefix, value) order: a larger prefix,
+            // or the same prefix and a larger value.
+            let beyond = |op: &str, p: &str| {
+                if k.prefixed {
+                    let (l, lp) = (k.prefix_of(e), k.prefix_of(p));
+                    format!("({l} {op} {lp} OR ({l} = {lp} AND {e} {op} {p}))")
+                } else {
+                    format!("{e} {op} {p}")
+                }
+            };
             let after = match (k.desc, p) {
-                (false, Some(p)) => Some(format!("({e} > {p} OR {e} IS NULL)")),
+                (false, Some(p)) => Some(format!("({} OR {e} IS NULL)", beyond(">", p))),
                 (false, None) => None,
-                (true, Some(p)) => Some(format!("{e} < {p}")),
+                (true, Some(p)) => Some(beyond("<", p)),
                 (true, None) => Some(format!("{e} IS NOT NULL")),
             };
             if let Some(after) = after {
@@ -336,15 +418,24 @@ impl SortPlan {
                 then: None,
             });
         };
-        let e = &k.expr;
+        // Bounds on what an index on the first key holds (its prefix for
+        // text), so the index can seek to them.
+        let e = &k.leading();
+        let bound = |p: &str| {
+            if k.prefixed {
+                k.prefix_of(p)
+            } else {
+                p.to_owned()
+            }
+        };
         let nullable = k.ty != KeyType::Bool;
         Ok(match (k.desc, p) {
             (false, Some(p)) => Resume {
-                seek: format!("({e} >= {p} AND ({any}))"),
+                seek: format!("({e} >= {} AND ({any}))", bound(p)),
                 then: nullable.then(|| format!("({e} IS NULL)")),
             },
             (true, Some(p)) => Resume {
-                seek: format!("({e} <= {p} AND ({any}))"),
+                seek: format!("({e} <= {} AND ({any}))", bound(p)),
                 then: None,
             },
             (false, None) => Resume {

@@ -1,16 +1,26 @@
 //! The signed principal: verified once per request, by a middleware that
 //! guards every `/api/*` route and the internal lookup.
+//!
+//! The signature (version 2 of `cluster_protocol::principal`) covers the
+//! method, the path and query and the body's SHA-256 besides the principal
+//! and the timestamp. The middleware checks the headers first, then reads
+//! the body whole (at most `BODY_LIMIT_BYTES`), checks its digest and hands
+//! the handler the very bytes it checked. Version 1 signatures are refused.
 
+use axum::body::Body;
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, Method, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use cluster_protocol::principal::{
-    Principal, HEADER_PRINCIPAL, HEADER_SIGNATURE, HEADER_TIMESTAMP,
+    body_matches, Presented, Principal, Target, VerifyError, HEADER_BODY_SHA256, HEADER_PRINCIPAL,
+    HEADER_SIGNATURE, HEADER_SIGNATURE_VERSION, HEADER_TIMESTAMP,
 };
 
+use crate::config::BODY_LIMIT_BYTES;
 use crate::error::ApiError;
+use crate::http::body::too_large;
 use crate::state::AppState;
 
 /// The verified principal of the request.
@@ -21,19 +31,58 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// Verifies the `x-cluster-*` headers against the cluster secret.
-pub fn verify(headers: &HeaderMap, secret: &[u8]) -> Result<Principal, ApiError> {
-    Principal::verify(
-        secret,
-        header(headers, HEADER_PRINCIPAL),
-        header(headers, HEADER_TIMESTAMP),
-        header(headers, HEADER_SIGNATURE),
-        chrono::Utc::now().timestamp(),
-    )
-    .map_err(|e| {
-        tracing::debug!(reason = %e, "principal refused");
-        ApiError::Unauthorized
-    })
+fn refused(reason: VerifyError) -> ApiError {
+    tracing::debug!(%reason, "principal refused");
+    ApiError::Unauthorized
+}
+
+/// Verifies the `x-cluster-*` headers against the cluster secret and the
+/// request's method and target; the body digest is checked by the caller.
+pub fn verify(
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    secret: &[u8],
+) -> Result<Principal, ApiError> {
+    let presented = Presented {
+        principal: header(headers, HEADER_PRINCIPAL),
+        timestamp: header(headers, HEADER_TIMESTAMP),
+        signature: header(headers, HEADER_SIGNATURE),
+        version: header(headers, HEADER_SIGNATURE_VERSION),
+        body_sha256: header(headers, HEADER_BODY_SHA256),
+    };
+    let target = Target {
+        method: method.as_str(),
+        path_and_query: uri.path_and_query().map_or("/", |p| p.as_str()),
+    };
+    Principal::verify_request(secret, presented, target, chrono::Utc::now().timestamp())
+        .map_err(refused)
+}
+
+/// Reads the body and checks it against the signed digest: other bytes
+/// than the router signed are a 401 like any other signature failure; a
+/// body over the limit (which no router forwards) is the 400 naming it.
+async fn checked_body(headers: &HeaderMap, body: Body) -> Result<Body, ApiError> {
+    let digest = header(headers, HEADER_BODY_SHA256).unwrap_or_default();
+    let bytes = match axum::body::to_bytes(body, BODY_LIMIT_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            let over =
+                std::iter::successors(Some(&e as &(dyn std::error::Error + 'static)), |err| {
+                    err.source()
+                })
+                .any(|err| err.is::<http_body_util::LengthLimitError>());
+            return Err(if over {
+                too_large()
+            } else {
+                ApiError::bad_request("Request body could not be read.")
+            });
+        }
+    };
+    if !body_matches(digest, &bytes) {
+        return Err(refused(VerifyError::BodyMismatch));
+    }
+    Ok(Body::from(bytes))
 }
 
 /// Whether a path needs a signed principal: everything but the health check.
@@ -41,34 +90,41 @@ fn is_guarded(path: &str) -> bool {
     path != "/internal/health"
 }
 
-/// Middleware: refuses (401) any guarded request whose principal does not
-/// verify, including requests for unknown paths, and stores the principal
-/// for the extractors.
+/// Middleware: refuses (401) any guarded request whose principal, method,
+/// target or body does not verify, including requests for unknown paths,
+/// and stores the principal for the extractors.
 pub async fn require_principal(
     State(state): State<AppState>,
-    mut request: Request,
+    request: Request,
     next: Next,
 ) -> Response {
-    if is_guarded(request.uri().path()) {
-        match verify(request.headers(), state.secret.expose().as_bytes()) {
-            Ok(principal) => {
-                request.extensions_mut().insert(Caller(principal));
-            }
-            Err(e) => return e.into_response(),
-        }
+    if !is_guarded(request.uri().path()) {
+        return next.run(request).await;
     }
-    next.run(request).await
+    let secret = state.secret.expose().as_bytes();
+    let principal = match verify(request.method(), request.uri(), request.headers(), secret) {
+        Ok(principal) => principal,
+        Err(e) => return e.into_response(),
+    };
+    let (mut parts, body) = request.into_parts();
+    let body = match checked_body(&parts.headers, body).await {
+        Ok(body) => body,
+        Err(e) => return e.into_response(),
+    };
+    parts.extensions.insert(Caller(principal));
+    next.run(Request::from_parts(parts, body)).await
 }
 
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        if let Some(caller) = parts.extensions.get::<Caller>() {
-            return Ok(caller.clone());
-        }
-        let principal = verify(&parts.headers, state.secret.expose().as_bytes())?;
-        parts.extensions.insert(Caller(principal.clone()));
-        Ok(Caller(principal))
+    /// Only [`require_principal`] verifies (it alone sees the body): a route
+    /// outside it has no caller.
+    async fn from_request_parts(parts: &mut Parts, _state: &AppState) -> Result<Self, ApiError> {
+        parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .ok_or(ApiError::Unauthorized)
     }
 }

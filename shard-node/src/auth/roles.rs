@@ -113,7 +113,7 @@ async fn authorize(parts: &mut Parts, state: &AppState, need: Need) -> ApiResult
         .db
         .measured(DbOp::DatabaseHeld, async {
             let client = state.db.client().await?;
-            Ok(catalog::databases::held_version(&client, &database_id).await?)
+            Ok(catalog::databases::held_version(&*client, &database_id).await?)
         })
         .await?;
     let Some(schema_version) = held else {

@@ -44,7 +44,7 @@ pub async fn held(db: &Db, ids: &[String]) -> ApiResult<Vec<Database>> {
     }
     db.measured(DbOp::LookupDatabases, async {
         let client = db.client().await?;
-        Ok(databases::lookup(&client, ids).await?)
+        Ok(databases::lookup(&*client, ids).await?)
     })
     .await
 }

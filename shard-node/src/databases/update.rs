@@ -78,18 +78,18 @@ pub async fn apply(
     let client = db.client().await?;
     if let Some(name) = &patch.name {
         db.measured(DbOp::RenameDatabase, async {
-            Ok(databases::set_name(&client, database_id, name, user_id).await?)
+            Ok(databases::set_name(&*client, database_id, name, user_id).await?)
         })
         .await?;
     }
     if let Some(color) = patch.color {
         db.measured(DbOp::RecolorDatabase, async {
-            Ok(databases::set_color(&client, database_id, color, user_id).await?)
+            Ok(databases::set_color(&*client, database_id, color, user_id).await?)
         })
         .await?;
     }
     db.measured(DbOp::GetDatabase, async {
-        databases::get(&client, database_id)
+        databases::get(&*client, database_id)
             .await?
             .ok_or(ApiError::NotFound)
     })

@@ -114,7 +114,8 @@ pub async fn create(
             row.costume = costume;
             tenant_schema::add_column(&tx, database_id, table_id, &field_id, sql_type).await?;
             if costume.supports_unique() && scalar::wants_unique(&opts) {
-                tenant_schema::create_unique_index(&tx, database_id, table_id, &field_id).await??;
+                tenant_schema::create_unique_index(&tx, database_id, table_id, &field_id, sql_type)
+                    .await??;
             }
             row.options = opts;
             row.sql_type = Some(sql_type.to_owned());

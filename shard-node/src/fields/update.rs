@@ -144,10 +144,14 @@ pub async fn update(
         }
         let had_index = field.costume.supports_unique() && scalar::wants_unique(&field.options);
         let want_index = target.supports_unique() && scalar::wants_unique(&opts);
-        if had_index && !want_index {
+        let cast = matches!(conv, Conversion::Cast(_));
+        // Indexes on expressions of the column (md5, left) cannot follow it
+        // to another type: drop them before the cast, rebuild after.
+        if had_index && (!want_index || cast) {
             tenant_schema::drop_unique_index(&tx, db, &field.id).await?;
         }
         if let Conversion::Cast(cast) = conv {
+            tenant_schema::drop_sort_indexes(&tx, db, &field.id).await?;
             if let Err(e) = tenant_schema::alter_column_type(&tx, db, tid, &field.id, cast).await? {
                 tracing::info!(error = %e, field = field_id, "type change cast refused");
                 return Err(ApiError::bad_request(format!(
@@ -157,8 +161,16 @@ pub async fn update(
                 )));
             }
         }
-        if want_index && !had_index {
-            if let Err(e) = tenant_schema::create_unique_index(&tx, db, tid, &field.id).await? {
+        if want_index && (!had_index || cast) {
+            let sql_type = target
+                .column_type(scalar::include_time(&opts))
+                .ok_or_else(|| anyhow::anyhow!("{target:?} has no column type"))?;
+            if let Err(e) =
+                tenant_schema::create_unique_index(&tx, db, tid, &field.id, sql_type).await?
+            {
+                if e.code() != Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
+                    return Err(e.into());
+                }
                 tracing::info!(error = %e, field = field_id, "unique index refused");
                 return Err(ApiError::bad_request(format!(
                     "'{}' holds duplicate values, so it cannot be a unique {}.",

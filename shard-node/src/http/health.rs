@@ -17,6 +17,8 @@ pub async fn handler(State(state): State<AppState>) -> (StatusCode, Json<Value>)
         client.query_one("SELECT 1", &[]).await?;
         ApiResult::Ok(())
     });
+    // A probe cut off by the timeout cancels its statement (`cancel`).
+    let probe = crate::cancel::abandon_on_drop(probe);
     match tokio::time::timeout(Duration::from_millis(HEALTH_TIMEOUT_MS), probe).await {
         Ok(Ok(())) => (StatusCode::OK, Json(json!({"ok": true}))),
         Ok(Err(e)) => {

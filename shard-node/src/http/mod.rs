@@ -1,6 +1,7 @@
 //! Router assembly: every route of the node, its middleware, the fallbacks.
 
 pub mod body;
+pub mod guard;
 pub mod health;
 pub mod trace;
 
@@ -76,10 +77,15 @@ pub fn router(state: AppState) -> Router {
         )
         .fallback(not_found)
         .method_not_allowed_fallback(not_found)
+        .layer(axum::extract::DefaultBodyLimit::max(
+            crate::config::BODY_LIMIT_BYTES,
+        ))
+        .layer(axum::middleware::from_fn(guard::refuse_nul_in_address))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             require_principal,
         ))
+        .layer(axum::middleware::from_fn(guard::envelope_rejections))
         .layer(axum::middleware::from_fn(trace::request_span))
         .with_state(state)
 }

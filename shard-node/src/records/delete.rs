@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 
-use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use cluster_protocol::control::Role;
@@ -14,7 +13,7 @@ use super::table::RecordTable;
 use super::{batch, check_batch_len, check_live, events, record_ids, store};
 use crate::auth::{Access, Editor};
 use crate::error::{ApiError, ApiResult};
-use crate::http::body::parse_object;
+use crate::http::body::{parse_object, RawBody};
 use crate::state::{AppState, Db, DbOp};
 
 /// 403 message for an editor acting on someone else's record in the trash
@@ -26,7 +25,7 @@ pub async fn handler(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
-    body: Bytes,
+    RawBody(body): RawBody,
 ) -> ApiResult<Json<Value>> {
     let ids = match query.get("records") {
         Some(list) if body.iter().all(u8::is_ascii_whitespace) => {

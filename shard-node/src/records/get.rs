@@ -35,11 +35,11 @@ pub async fn handler(
                 .schemas
                 .get_at(&mut client, &database_id, access.schema_version)
                 .await?;
-            let rt = RecordTable::load(&client, &database_id, &id).await?;
+            let rt = RecordTable::load(&*client, &database_id, &id).await?;
             let table = schema.table(&id).ok_or(ApiError::NotFound)?;
             let read = read::read_set(&schema, table, None);
             let rows = store::by_ids(
-                &client,
+                &*client,
                 &rt,
                 &read.exprs(),
                 &read.values,

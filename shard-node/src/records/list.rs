@@ -2,22 +2,23 @@
 //! same parameters in a JSON body): filter, view, sort, search, fields,
 //! keyset paging by bookmark, and the reply shape options.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use axum::extract::{Path, Query, State};
-use filter_lang::{filter, parse_sort, Bookmark, FieldKey, Sort, SqlValue};
-use serde_json::{Map, Value};
+use filter_lang::{filter, parse_sort, Bookmark, BookmarkKey, FieldKey, Sort, SqlValue};
+use serde_json::Value;
 use tokio_postgres::types::{ToSql, Type};
 
 use super::store::bind;
 use tokio_postgres::Row;
 
+use super::bookmarks::{bookmark_key, bookmark_order};
 use super::cells::read;
+use super::filter_error;
+pub use super::list_params::ListParams;
 use super::page::{self, JsonBytes};
-use super::reply::{Raw, Shape};
 use super::store;
 use super::table::RecordTable;
-use super::{filter_error, page_size};
 use crate::auth::{Access, Reader};
 use crate::catalog::views::{self, View};
 use crate::error::{ApiError, ApiResult};
@@ -28,98 +29,6 @@ use crate::state::{AppState, Db, DbOp};
 /// emptied (distinct filter/sort/field shapes; each holds a plan in its
 /// PostgreSQL backend).
 const PAGE_STATEMENTS_PER_CONNECTION: usize = 256;
-
-/// Every list parameter, as sent.
-pub struct ListParams {
-    pub view: Option<String>,
-    pub filter: Option<Value>,
-    pub sort: Option<String>,
-    pub search: Option<String>,
-    pub fields: Option<Vec<String>>,
-    pub page_size: i64,
-    pub bookmark: Option<String>,
-    pub shape: Shape,
-}
-
-fn text_param(v: Option<&Value>, name: &str) -> ApiResult<Option<String>> {
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(ApiError::bad_request(format!("{name} must be a string."))),
-    }
-}
-
-fn comma_list(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(|p| p.trim().to_owned())
-        .filter(|p| !p.is_empty())
-        .collect()
-}
-
-impl ListParams {
-    pub fn from_query(q: &HashMap<String, String>) -> ApiResult<ListParams> {
-        let filter = match q.get("filter") {
-            None => None,
-            Some(s) if s.trim().is_empty() => None,
-            Some(s) => Some(
-                serde_json::from_str::<Value>(s)
-                    .map_err(|_| ApiError::bad_request("filter must be valid JSON."))?,
-            ),
-        };
-        let mut shape = Shape::from_query(q)?;
-        shape.link_display_cap = q
-            .get("link_display_cap")
-            .and_then(|s| s.parse::<usize>().ok())
-            .filter(|n| (1..=1000).contains(n));
-        Ok(ListParams {
-            view: q.get("view").cloned(),
-            filter,
-            sort: q.get("sort").cloned(),
-            search: q.get("search").cloned(),
-            fields: q.get("fields").map(|s| comma_list(s)),
-            page_size: page_size(
-                q.get("page_size")
-                    .map(|s| Value::String(s.clone()))
-                    .as_ref(),
-            )?,
-            bookmark: q.get("bookmark").cloned(),
-            shape,
-        })
-    }
-
-    pub fn from_body(b: &Map<String, Value>) -> ApiResult<ListParams> {
-        let fields = match b.get("fields") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(comma_list(s)),
-            Some(Value::Array(items)) => Some(
-                items
-                    .iter()
-                    .map(|i| i.as_str().map(str::to_owned))
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| ApiError::bad_request("fields must be a list of strings."))?,
-            ),
-            Some(_) => {
-                return Err(ApiError::bad_request(
-                    "fields must be a list or a comma list.",
-                ))
-            }
-        };
-        let filter = match b.get("filter") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(v.clone()),
-        };
-        Ok(ListParams {
-            view: text_param(b.get("view"), "view")?,
-            filter,
-            sort: text_param(b.get("sort"), "sort")?,
-            search: text_param(b.get("search"), "search")?,
-            fields,
-            page_size: page_size(b.get("page_size"))?,
-            bookmark: text_param(b.get("bookmark"), "bookmark")?,
-            shape: Shape::parse(|k| b.get(k).map(Raw::Json))?,
-        })
-    }
-}
 
 pub async fn get_handler(
     Reader(access): Reader,
@@ -182,8 +91,9 @@ struct PageQuery<'a> {
     /// The values of the conditions, sort and keyset (`$1`, ...).
     values: &'a [SqlValue],
     take: usize,
-    /// The ordering's fingerprint a bookmark carries.
+    /// The fingerprint a bookmark is signed under ([`bookmark_order`]).
     order: String,
+    key: BookmarkKey,
 }
 
 /// A page's rows (cells from column 5 on) and its bookmark.
@@ -206,7 +116,7 @@ impl PageQuery<'_> {
             values,
             id: last.try_get(0)?,
         };
-        Ok(Some(bookmark.encode()))
+        Ok(Some(bookmark.encode(&self.key)))
     }
 
     /// The page in one prepared statement (`store::page_sql`).
@@ -313,14 +223,14 @@ fn view_columns(view: &View, table: &crate::schema::TableSchema) -> Vec<String> 
             })
             .unwrap_or_default()
     };
-    let order = ids("field_order");
-    let hidden = ids("hidden_fields");
-    let mut out: Vec<String> = order
+    let hidden: HashSet<String> = ids("hidden_fields").into_iter().collect();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut out: Vec<String> = ids("field_order")
         .into_iter()
-        .filter(|id| table.field(id).is_some())
+        .filter(|id| table.field(id).is_some() && seen.insert(id.clone()))
         .collect();
     for f in &table.fields {
-        if !out.contains(&f.id) {
+        if seen.insert(f.id.clone()) {
             out.push(f.id.clone());
         }
     }
@@ -354,12 +264,12 @@ pub async fn list(
                 // An id is looked up in the catalog; PostgreSQL text cannot
                 // hold NUL, so such a reference can only be a name (none).
                 let by_id = if r.starts_with("viw_") && !r.contains('\0') {
-                    views::get(&client, database_id, r).await?
+                    views::get(&*client, database_id, r).await?
                 } else {
                     None
                 };
                 let all = if by_id.is_none() {
-                    views::list_for_table(&client, table_id).await?
+                    views::list_for_table(&*client, table_id).await?
                 } else {
                     Vec::new()
                 };
@@ -378,32 +288,30 @@ pub async fn list(
                 flt = vf.and(flt);
             }
         }
-        let (sort, order) = match (&p.sort, &view) {
-            (Some(s), _) => (
-                parse_sort(s, &fschema).map_err(filter_error)?,
-                String::new(),
-            ),
+        let (sort, source) = match (&p.sort, &view) {
+            (Some(s), _) => (parse_sort(s, &fschema).map_err(filter_error)?, "sort"),
             (None, Some(v)) => match v.config.get("sorts").filter(|s| !s.is_null()) {
                 Some(s) => (
                     Sort::from_view_config(s, &fschema).map_err(filter_error)?,
-                    format!("view:{}", v.id),
+                    "view",
                 ),
-                None => (
-                    parse_sort("", &fschema).map_err(filter_error)?,
-                    format!("view:{}", v.id),
-                ),
+                None => (Sort::default(), "view"),
             },
-            (None, None) => (
-                parse_sort("", &fschema).map_err(filter_error)?,
-                String::new(),
-            ),
+            (None, None) => (Sort::default(), "sort"),
         };
+        let order = bookmark_order(table_id, view.as_ref(), source, &sort, &fschema, &p);
         let carried: Option<Vec<String>> = match (&p.fields, &view) {
-            (Some(refs), _) => Some(
-                refs.iter()
-                    .map(|r| super::cells::write::resolve(table, r).map(|f| f.id.clone()))
-                    .collect::<ApiResult<_>>()?,
-            ),
+            (Some(refs), _) => {
+                let mut seen = HashSet::new();
+                let mut ids = Vec::with_capacity(refs.len());
+                for r in refs {
+                    let id = &super::cells::write::resolve(table, r)?.id;
+                    if seen.insert(id.as_str()) {
+                        ids.push(id.clone());
+                    }
+                }
+                Some(ids)
+            }
             (None, Some(v)) => Some(view_columns(v, table)),
             (None, None) => None,
         };
@@ -444,7 +352,8 @@ pub async fn list(
         let plan = sort.plan(&fschema, "r", &mut params);
         let resume = match &p.bookmark {
             Some(text) => {
-                let b = Bookmark::decode(text).map_err(filter_error)?;
+                let b =
+                    Bookmark::decode(text, &bookmark_key(state), &order).map_err(filter_error)?;
                 Some(plan.resume(&b, &order, &mut params).map_err(filter_error)?)
             }
             None => None,
@@ -478,6 +387,7 @@ pub async fn list(
             values: params.values(),
             take,
             order,
+            key: bookmark_key(state),
         };
         let split = match planned_per_call {
             // The second statement's cells number their values from `$4`

@@ -10,12 +10,14 @@
 //! * [`events`]: the one place where record writes hand their events to
 //!   webhooks, inside the write's transaction.
 
+pub mod bookmarks;
 pub mod cells;
 pub mod create;
 pub mod delete;
 pub mod events;
 pub mod get;
 pub mod list;
+pub mod list_params;
 pub mod page;
 pub mod press;
 pub mod reply;
@@ -78,6 +80,7 @@ pub fn check_live(
 
 /// A list of `rec_` ids (strings), duplicates taken once, order kept.
 pub fn record_ids(items: &[Value], what: &str) -> ApiResult<Vec<String>> {
+    let mut seen = std::collections::HashSet::with_capacity(items.len());
     let mut ids: Vec<String> = Vec::with_capacity(items.len());
     for item in items {
         let Value::String(id) = item else {
@@ -85,7 +88,7 @@ pub fn record_ids(items: &[Value], what: &str) -> ApiResult<Vec<String>> {
                 "{what} must be record ids (strings)."
             )));
         };
-        if !ids.contains(id) {
+        if seen.insert(id.as_str()) {
             ids.push(id.clone());
         }
     }

@@ -58,7 +58,7 @@ pub async fn handler(
             if action == "webhook" {
                 // Nothing would deliver the event yet: refuse rather than
                 // reply as if it had been delivered.
-                live(&client, &rt, &rid).await?;
+                live(&*client, &rt, &rid).await?;
                 return Err(ApiError::bad_request(
                     "Webhook buttons can't be pressed yet: webhook delivery is not available.",
                 ));
@@ -68,7 +68,7 @@ pub async fn handler(
             let read = read::read_set(&schema, table, Some(&ids));
             let fields = &read.fields;
             let rec = store::by_ids(
-                &client,
+                &*client,
                 &rt,
                 &read.exprs(),
                 &read.values,

@@ -525,6 +525,10 @@ pub struct KeyColumn {
     /// Some batch key holds null here: compare with `IS NOT DISTINCT FROM`
     /// (otherwise plain `=`, which an index on the column can serve).
     pub nullable: bool,
+    /// The field is unique: its index is on `tenant_schema::unique_key`
+    /// (`md5(col)` for text), so the match also compares that, for the
+    /// index to serve it.
+    pub unique: bool,
 }
 
 /// Live records whose key columns equal a batch key: `keys` is a JSON list
@@ -548,6 +552,10 @@ pub async fn match_keys(
             on.push_str(&format!(" AND r.{col} IS NOT DISTINCT FROM x.{col}"));
         } else {
             on.push_str(&format!(" AND r.{col} = x.{col}"));
+        }
+        if k.unique && !k.nullable && k.sql_type == "text" {
+            let key = |row: &str| crate::tenant_schema::unique_key(&k.field_id, &k.sql_type, row);
+            on.push_str(&format!(" AND {} = {}", key("r")?, key("x")?));
         }
     }
     let sql = format!(

@@ -208,6 +208,8 @@ async fn upsert_in(
             sql_type: f.sql_type.clone().unwrap_or_else(|| "text".into()),
             boolean: f.costume == Costume::Checkbox,
             nullable: key_values.iter().any(|kv| kv[k].is_null()),
+            unique: f.costume.supports_unique()
+                && crate::fields::options::scalar::wants_unique(&f.options),
         })
         .collect();
     let docs: Vec<Value> = key_values

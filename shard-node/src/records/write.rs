@@ -216,6 +216,7 @@ async fn write_links(
         wanted.sort();
         wanted.dedup();
         let live = store::live_ids(tx, &target_q, &wanted).await?;
+        let live: std::collections::HashSet<&String> = live.iter().collect();
         if let Some(missing) = wanted.iter().find(|w| !live.contains(w)) {
             return Err(ApiError::bad_request(format!(
                 "Field '{}' cannot link {missing}: no such live record in the linked table.",

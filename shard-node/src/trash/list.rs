@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use chrono::{DateTime, Utc};
-use filter_lang::Bookmark;
+use filter_lang::bookmark::fingerprint;
+use filter_lang::{Bookmark, BookmarkKey};
 use serde_json::{Map, Value};
 
 use crate::auth::Reader;
@@ -17,8 +18,10 @@ use crate::records::table::RecordTable;
 use crate::records::{cells, filter_error, page_size, store};
 use crate::state::{AppState, Db, DbOp};
 
-/// Fingerprint of the trash ordering inside its bookmarks.
-const ORDER: &str = "trash";
+/// What a trash bookmark is signed under: this table's trash listing.
+fn order(table_id: &str) -> String {
+    fingerprint(&["trash", table_id])
+}
 
 pub async fn handler(
     Reader(access): Reader,
@@ -32,18 +35,19 @@ pub async fn handler(
             .map(|s| Value::String(s.clone()))
             .as_ref(),
     )?;
+    let key = crate::records::bookmarks::bookmark_key(&state);
     let after = match query.get("bookmark") {
         None => None,
-        Some(text) => Some(decode(text)?),
+        Some(text) => Some(decode(text, &key, &id)?),
     };
-    let reply = list(&state.db, &access.database_id, &id, size, after).await?;
+    let reply = list(&state.db, &key, &access.database_id, &id, size, after).await?;
     Ok(Json(reply))
 }
 
-fn decode(text: &str) -> ApiResult<(DateTime<Utc>, String)> {
-    let b = Bookmark::decode(text).map_err(filter_error)?;
+fn decode(text: &str, key: &BookmarkKey, table_id: &str) -> ApiResult<(DateTime<Utc>, String)> {
+    let b = Bookmark::decode(text, key, &order(table_id)).map_err(filter_error)?;
     let invalid = || ApiError::bad_request("bookmark: The bookmark does not continue this list.");
-    if b.order != ORDER || b.values.len() != 1 {
+    if b.values.len() != 1 {
         return Err(invalid());
     }
     let at = b.values[0]
@@ -55,6 +59,7 @@ fn decode(text: &str) -> ApiResult<(DateTime<Utc>, String)> {
 
 pub async fn list(
     db: &Db,
+    key: &BookmarkKey,
     database_id: &str,
     table_id: &str,
     size: i64,
@@ -62,10 +67,10 @@ pub async fn list(
 ) -> ApiResult<Map<String, Value>> {
     db.measured(DbOp::ListTrash, async {
         let client = db.client().await?;
-        let table = RecordTable::load(&client, database_id, table_id).await?;
-        let read = cells::read_fields(&client, &table, None).await?;
+        let table = RecordTable::load(&*client, database_id, table_id).await?;
+        let read = cells::read_fields(&*client, &table, None).await?;
         let mut rows = store::trash_page(
-            &client,
+            &*client,
             &table,
             &read.exprs(),
             &read.values,
@@ -78,13 +83,13 @@ pub async fn list(
         let next = match (more, rows.last()) {
             (true, Some(last)) => Some(
                 Bookmark {
-                    order: ORDER.into(),
+                    order: order(table_id),
                     values: vec![last
                         .deleted_at
                         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))],
                     id: last.id.clone(),
                 }
-                .encode(),
+                .encode(key),
             ),
             _ => None,
         };

@@ -16,7 +16,8 @@ use crate::tenant_schema;
 /// One pass: returns how many records were removed.
 pub async fn purge_expired(db: &Db, retention: Duration) -> ApiResult<u64> {
     db.measured(DbOp::PurgeExpired, async {
-        let client = db.client().await?;
+        // Its own session: one pass may delete many rows from big tables.
+        let client = db.maintenance_client().await?;
         let cutoff =
             Utc::now() - chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::days(7));
         let tables = client

@@ -22,10 +22,10 @@ pub async fn handler(
 pub async fn list(db: &Db, database_id: &str, table_id: &str) -> ApiResult<Vec<View>> {
     db.measured(DbOp::ListViews, async {
         let client = db.client().await?;
-        tables::get(&client, database_id, table_id)
+        tables::get(&*client, database_id, table_id)
             .await?
             .ok_or(ApiError::NotFound)?;
-        Ok(views::list_for_table(&client, table_id).await?)
+        Ok(views::list_for_table(&*client, table_id).await?)
     })
     .await
 }

@@ -38,7 +38,8 @@ impl FromRequestParts<AppState> for ViewEditor {
     }
 }
 
-/// `config` must be an object (null means `{}`); every object carrying a
+/// `config` must be an object (null means `{}`) with at most
+/// `filter_lang::MAX_SORT_TERMS` `sorts`; every object carrying a
 /// `relative` key within [`RELATIVE_DATE_DEPTH`] levels must be a valid
 /// relative date `{relative, offset?, unit?}`.
 pub fn parse_config(value: Option<&Value>) -> ApiResult<Value> {
@@ -46,6 +47,15 @@ pub fn parse_config(value: Option<&Value>) -> ApiResult<Value> {
         None | Some(Value::Null) => Ok(Value::Object(Default::default())),
         Some(v @ Value::Object(_)) => {
             check_relative_dates(v, 1, "config")?;
+            if let Some(Value::Array(sorts)) = v.get("sorts") {
+                if sorts.len() > filter_lang::MAX_SORT_TERMS {
+                    return Err(ApiError::bad_request(format!(
+                        "config.sorts may have at most {} terms; this one has {}.",
+                        filter_lang::MAX_SORT_TERMS,
+                        sorts.len()
+                    )));
+                }
+            }
             Ok(v.clone())
         }
         Some(other) => Err(ApiError::bad_request(format!(

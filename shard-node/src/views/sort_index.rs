@@ -1,5 +1,7 @@
 //! The one index a view's ordering earns: a btree over live records on the
-//! column of the view's first sort field, so a sorted page (and a deep
+//! column of the view's first sort field (on its first
+//! `filter_lang::SORT_PREFIX_CHARS` characters for text, which any text
+//! fits and text keys order by first), so a sorted page (and a deep
 //! bookmark page in descending order) is an index walk, not a sort of the
 //! whole table. Only a view's *first* sort term gets one (the rest is an
 //! incremental sort within equal keys), only plain column keys (number,
@@ -14,12 +16,13 @@ use serde_json::Value;
 use crate::schema::{Costume, Family};
 use crate::state::Db;
 
-/// The field whose column a view config's first sort would index, if any.
+/// The field whose column a view config's first sort would index, if any,
+/// and whether the column is text.
 fn first_sort_column(
     schema: &crate::schema::DatabaseSchema,
     table_id: &str,
     config: &Value,
-) -> Option<String> {
+) -> Option<(String, bool)> {
     let table = schema.table(table_id)?;
     let reference = config
         .get("sorts")?
@@ -36,24 +39,40 @@ fn first_sort_column(
     ) && f.costume.family() != Family::Select
         && !(f.costume == Costume::FormulaText
             && f.option_str("display_as") == Some("single_select"));
-    plain.then(|| f.id.clone())
+    plain.then(|| (f.id.clone(), f.sql_type.as_deref() == Some("text")))
 }
 
 /// Builds the index for `config`'s first sort (concurrently, after the view
 /// is saved). A failure is logged and the view stands: the index only
-/// makes reads faster.
+/// makes reads faster. The build runs as a task of its own on a
+/// maintenance session (its own, longer time limit; no request session
+/// held): the request waits for it, but a request abandoned meanwhile does
+/// not cancel it half-built.
 pub async fn ensure(db: &Db, database_id: &str, table_id: &str, config: &Value) {
-    let result = async {
-        let client = db.client().await?;
-        let schema = crate::schema::cache::load(&client, database_id).await?;
-        if let Some(field_id) = first_sort_column(&schema, table_id, config) {
-            crate::tenant_schema::create_sort_index(&client, database_id, table_id, &field_id)
+    let (db, database_id, table_id) = (db.clone(), database_id.to_owned(), table_id.to_owned());
+    let config = config.clone();
+    let build = tokio::spawn(async move {
+        let result = async {
+            let client = db.maintenance_client().await?;
+            let schema = crate::schema::cache::load(&client, &database_id).await?;
+            if let Some((field_id, text)) = first_sort_column(&schema, &table_id, &config) {
+                crate::tenant_schema::create_sort_index(
+                    &client,
+                    &database_id,
+                    &table_id,
+                    &field_id,
+                    text,
+                )
                 .await?;
+            }
+            Ok::<_, crate::error::ApiError>(())
         }
-        Ok::<_, crate::error::ApiError>(())
-    }
-    .await;
-    if let Err(e) = result {
-        tracing::warn!(table = %table_id, error = ?e, "view sort index not built");
+        .await;
+        if let Err(e) = result {
+            tracing::warn!(table = %table_id, error = ?e, "view sort index not built");
+        }
+    });
+    if let Err(e) = build.await {
+        tracing::warn!(error = %e, "view sort index task failed");
     }
 }

@@ -44,7 +44,7 @@ pub async fn update(
 ) -> ApiResult<View> {
     db.measured(DbOp::UpdateView, async {
         let client = db.client().await?;
-        views::update(&client, database_id, id, name, config)
+        views::update(&*client, database_id, id, name, config)
             .await?
             .ok_or(ApiError::NotFound)
     })

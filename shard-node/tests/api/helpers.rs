@@ -7,11 +7,9 @@ use std::time::Duration;
 
 use cluster_protocol::control::{Access, Allocation, Role, ShardRef};
 use cluster_protocol::ids;
-use cluster_protocol::principal::{
-    Principal, HEADER_PRINCIPAL, HEADER_SIGNATURE, HEADER_TIMESTAMP,
-};
+use cluster_protocol::principal::Principal;
 use serde_json::Value;
-use shard_node::config::{Config, Secret};
+use shard_node::config::{Config, DbLimits, Secret};
 use tokio::sync::OnceCell;
 
 pub const SECRET: &str = "test-cluster-secret";
@@ -147,6 +145,11 @@ pub async fn force_drop_database(name: &str) {
 }
 
 pub async fn spawn_app_on(url: String) -> TestApp {
+    spawn_app_with(url, 4, DbLimits::default()).await
+}
+
+/// A node with its own pool size and time limits.
+pub async fn spawn_app_with(url: String, pool_size: usize, db_limits: DbLimits) -> TestApp {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let config = Config {
@@ -156,8 +159,9 @@ pub async fn spawn_app_on(url: String) -> TestApp {
         cluster_secret: Secret::new(SECRET),
         control_plane_url: None,
         control_plane_token: None,
-        pool_size: 4,
+        pool_size,
         trash: Default::default(),
+        db_limits,
     };
     tokio::spawn(async move {
         if let Err(e) = shard_node::run_until(config, listener, std::future::pending()).await {
@@ -269,18 +273,6 @@ impl TestApp {
         let mut req = self
             .http
             .request(method, format!("http://{}{}", self.addr, path));
-        let now = chrono::Utc::now().timestamp();
-        let signed = match signing {
-            Signing::Unsigned => None,
-            Signing::With(p) => Some(p.sign(SECRET.as_bytes(), now)),
-            Signing::WrongSecret(p) => Some(p.sign(b"not-the-secret", now)),
-        };
-        if let Some(h) = signed {
-            req = req
-                .header(HEADER_PRINCIPAL, h.principal)
-                .header(HEADER_TIMESTAMP, h.timestamp)
-                .header(HEADER_SIGNATURE, h.signature);
-        }
         req = match body {
             Body::None => req,
             Body::Json(v) => req
@@ -288,7 +280,14 @@ impl TestApp {
                 .body(serde_json::to_vec(&v).unwrap()),
             Body::Raw(s) => req.header("content-type", "application/json").body(s),
         };
-        let resp = req.send().await.expect("request");
+        let mut req = req.build().expect("request");
+        let now = chrono::Utc::now().timestamp();
+        match signing {
+            Signing::Unsigned => {}
+            Signing::With(p) => p.sign_reqwest(SECRET.as_bytes(), now, &mut req),
+            Signing::WrongSecret(p) => p.sign_reqwest(b"not-the-secret", now, &mut req),
+        }
+        let resp = self.http.execute(req).await.expect("request");
         let status = resp.status().as_u16();
         let bytes = resp.bytes().await.unwrap();
         let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);

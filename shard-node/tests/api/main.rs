@@ -6,5 +6,6 @@ mod fields;
 mod helpers;
 mod records;
 mod tables;
+mod time_limits;
 mod trash;
 mod views;

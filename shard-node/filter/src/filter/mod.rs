@@ -15,6 +15,12 @@ use crate::schema::Op;
 pub const MAX_LEVELS: usize = 2;
 /// Node limit: every group (the top one too) and every condition.
 pub const MAX_NODES: usize = 200;
+/// Most values one condition's list may hold (choice ids or names of
+/// `any_of`/`has_any`/..., record ids of a link operator). Part C sets no
+/// number; a select field has at most 1,000 choices, so a longer list of
+/// choices can only repeat itself, and 1,000 record ids is far past what a
+/// person picks.
+pub const MAX_LIST_VALUES: usize = 1000;
 
 /// Reserved choice name/id that stands for a select value that no longer
 /// resolves. It never appears in a cell, so it matches nothing.
@@ -54,7 +60,7 @@ pub struct Condition {
 }
 
 /// A select value after resolution against the field's choices.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ChoiceRef {
     Id(String),
     /// A name or id that matches no choice: the sentinel.

@@ -3,7 +3,12 @@
 
 use serde_json::{Map, Value};
 
-use super::{ChoiceRef, Condition, Filter, Group, Join, Node, Operand, MAX_LEVELS, MAX_NODES};
+use std::collections::{HashMap, HashSet};
+
+use super::{
+    ChoiceRef, Condition, Filter, Group, Join, Node, Operand, MAX_LEVELS, MAX_LIST_VALUES,
+    MAX_NODES,
+};
 use crate::dates::{self, DateOperand};
 use crate::error::Error;
 use crate::schema::{Choice, Env, Op, Schema, Storage};
@@ -250,9 +255,7 @@ impl Parser<'_> {
                 },
             },
             Storage::MultiSelect { choices } => {
-                let mut list = choice_list(v, choices, path)?;
-                dedup(&mut list);
-                Ok(Operand::Choices(list))
+                Ok(Operand::Choices(choice_list(v, choices, path)?))
             }
             Storage::Link(_) => Ok(Operand::Records(record_ids(v, path)?)),
             Storage::Lookup { target, .. } => self.operand(target, op, v, path),
@@ -308,31 +311,52 @@ fn resolve_choice(s: &str, choices: &[Choice]) -> ChoiceRef {
         .unwrap_or(ChoiceRef::Unresolved)
 }
 
-fn choice_list(v: &Value, choices: &[Choice], path: &str) -> Result<Vec<ChoiceRef>, Error> {
+/// A list value's items, at most [`MAX_LIST_VALUES`].
+fn list_items<'a>(v: &'a Value, path: &str, expected: &str) -> Result<&'a [Value], Error> {
     let Value::Array(items) = v else {
-        return Err(Error::new(path, "Expected a list of choice ids or names."));
+        return Err(Error::new(path, expected));
     };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| match item {
-            Value::String(s) => Ok(resolve_choice(s, choices)),
-            _ => Err(Error::new(
-                format!("{path}[{i}]"),
-                "Expected a choice id or name.",
-            )),
-        })
-        .collect()
+    if items.len() > MAX_LIST_VALUES {
+        return Err(Error::new(
+            path,
+            format!(
+                "A list may hold at most {MAX_LIST_VALUES} values; this one has {}.",
+                items.len()
+            ),
+        ));
+    }
+    Ok(items)
 }
 
-fn dedup<T: PartialEq>(list: &mut Vec<T>) {
-    let mut out: Vec<T> = Vec::with_capacity(list.len());
-    for x in list.drain(..) {
-        if !out.contains(&x) {
-            out.push(x);
+/// A list of choice ids or names, resolved (id first, then exact name) and
+/// taken once each, in order: one hash lookup per item.
+fn choice_list(v: &Value, choices: &[Choice], path: &str) -> Result<Vec<ChoiceRef>, Error> {
+    let items = list_items(v, path, "Expected a list of choice ids or names.")?;
+    let mut by_id: HashMap<&str, &str> = HashMap::with_capacity(choices.len());
+    let mut by_name: HashMap<&str, &str> = HashMap::with_capacity(choices.len());
+    for c in choices {
+        by_id.entry(c.id.as_str()).or_insert(c.id.as_str());
+        by_name.entry(c.name.as_str()).or_insert(c.id.as_str());
+    }
+    let mut seen: HashSet<ChoiceRef> = HashSet::with_capacity(items.len());
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let Value::String(s) = item else {
+            return Err(Error::new(
+                format!("{path}[{i}]"),
+                "Expected a choice id or name.",
+            ));
+        };
+        let c = by_id
+            .get(s.as_str())
+            .or_else(|| by_name.get(s.as_str()))
+            .map(|id| ChoiceRef::Id((*id).to_owned()))
+            .unwrap_or(ChoiceRef::Unresolved);
+        if seen.insert(c.clone()) {
+            out.push(c);
         }
     }
-    *list = out;
+    Ok(out)
 }
 
 /// `rec_` + 12 of `[0-9A-Za-z]`.
@@ -343,14 +367,13 @@ pub(crate) fn is_record_id(s: &str) -> bool {
 }
 
 fn record_ids(v: &Value, path: &str) -> Result<Vec<String>, Error> {
-    let Value::Array(items) = v else {
-        return Err(Error::new(path, "Expected a list of record ids (rec_...)."));
-    };
+    let items = list_items(v, path, "Expected a list of record ids (rec_...).")?;
+    let mut seen: HashSet<&str> = HashSet::with_capacity(items.len());
     let mut out: Vec<String> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         match item {
             Value::String(s) if is_record_id(s) => {
-                if !out.iter().any(|x| x == s) {
+                if seen.insert(s) {
                     out.push(s.clone());
                 }
             }

@@ -512,3 +512,26 @@ fn errors_display_path_and_message() {
         "filter.conditions[0].field: Unknown field 'Foo'."
     );
 }
+
+#[test]
+fn list_values_are_capped_and_taken_once() {
+    let ids = |n: usize| -> Vec<String> { (0..n).map(|i| format!("rec_{i:012}")).collect() };
+    let at_cap = serde_json::json!({"conditions": [{"field": RELATED, "op": "has_any", "value": ids(filter::MAX_LIST_VALUES)}]});
+    assert!(parse(&at_cap).is_ok());
+    let over = serde_json::json!({"conditions": [{"field": RELATED, "op": "has_any", "value": ids(filter::MAX_LIST_VALUES + 1)}]});
+    let e = parse(&over).unwrap_err();
+    assert_eq!(e.path, "filter.conditions[0].value");
+    assert!(e.message.contains("at most 1000 values"), "{e}");
+    let tags = serde_json::json!({"conditions": [{"field": TAGS, "op": "has_any", "value": vec!["x"; 1001]}]});
+    assert!(parse(&tags).is_err());
+    // Duplicates are taken once, first occurrence first.
+    let dup = serde_json::json!({"conditions": [{"field": RELATED, "op": "has_all", "value": ["rec_000000000002", "rec_000000000001", "rec_000000000002"]}]});
+    let (_, values) = sql(&dup);
+    assert!(
+        values.contains(&SqlValue::TextArray(vec![
+            "rec_000000000002".into(),
+            "rec_000000000001".into()
+        ])),
+        "{values:?}"
+    );
+}

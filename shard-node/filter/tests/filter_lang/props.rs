@@ -143,20 +143,35 @@ proptest! {
         id in "[a-zA-Z0-9_]{1,64}",
     ) {
         let b = Bookmark { order, values, id };
-        let text = b.encode();
-        prop_assert_eq!(Bookmark::decode(&text).unwrap(), b);
+        let key = BookmarkKey::derive(b"props");
+        let text = b.encode(&key);
+        prop_assert_eq!(Bookmark::decode(&text, &key, &b.order).unwrap(), b.clone());
+        // Any other fingerprint or key refuses it.
+        let other = format!("{}x", b.order);
+        prop_assert!(Bookmark::decode(&text, &key, &other).is_err());
+        prop_assert!(Bookmark::decode(&text, &BookmarkKey::derive(b"other"), &b.order).is_err());
     }
 
     #[test]
     fn bookmark_decode_never_panics(text in ".{0,80}|[A-Za-z0-9_-]{0,120}") {
-        let _ = Bookmark::decode(&text);
+        let _ = Bookmark::decode(&text, &BookmarkKey::derive(b"props"), "");
     }
 
     #[test]
     fn bookmark_of_random_json_never_panics(v in arb_json()) {
         use base64::Engine;
+        // Unsigned: refused, whatever it holds.
+        let key = BookmarkKey::derive(b"props");
         let text = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
-        if let Ok(b) = Bookmark::decode(&text) {
+        prop_assert!(Bookmark::decode(&text, &key, "").is_err());
+        // Signed random values (as only a page would write them): resuming
+        // never panics.
+        let values = match &v {
+            serde_json::Value::Array(a) => a.iter().map(|x| x.as_str().map(str::to_owned)).collect(),
+            other => vec![Some(other.to_string())],
+        };
+        let signed = Bookmark { order: String::new(), values, id: "rec_000000000001".into() }.encode(&key);
+        if let Ok(b) = Bookmark::decode(&signed, &key, "") {
             let s = schema();
             let mut p = Params::new(1);
             let plan = parse_sort("Name,-Price,Due,At,Done,Stage", &s).unwrap().plan(&s, "r", &mut p);

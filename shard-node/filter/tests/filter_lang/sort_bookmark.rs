@@ -117,7 +117,7 @@ fn order_by_sql() {
     assert_eq!(
         plan.order_by(),
         format!(
-            "\"r\".\"{NAME}\" ASC NULLS LAST, \"r\".\"{PRICE}\" DESC NULLS FIRST, {stage_key} DESC NULLS FIRST, \
+            "left(\"r\".\"{NAME}\", 500) ASC NULLS LAST, \"r\".\"{NAME}\" ASC NULLS LAST, \"r\".\"{PRICE}\" DESC NULLS FIRST, {stage_key} DESC NULLS FIRST, \
              COALESCE(\"r\".\"{DONE}\", FALSE) ASC NULLS LAST, \"r\".\"{AT}\" ASC NULLS LAST, \"r\".\"id\" ASC"
         )
     );
@@ -154,18 +154,22 @@ fn keyset_sql() {
         values: vec![Some("b".into()), Some("2.50".into())],
         id: "rec_000000000009".into(),
     };
+    // A text key orders by (its 500-character prefix, itself).
+    let (ln, lv) = (format!("left({n}, 500)"), "left($1::text, 500)");
     let any = format!(
-        "(({n} > $1::text OR {n} IS NULL)) OR ({n} = $1::text AND {pr} < $2::text::numeric) \
+        "((({ln} > {lv} OR ({ln} = {lv} AND {n} > $1::text)) OR {n} IS NULL)) \
+         OR ({n} = $1::text AND {pr} < $2::text::numeric) \
          OR ({n} = $1::text AND {pr} = $2::text::numeric AND \"r\".\"id\" > $3::text)"
     );
     // Ascending first key from a value: the range [v, last value] bounded so
-    // an index seeks to it, then the NULLs (which follow every value).
+    // an index (on the prefix) seeks to it, then the NULLs (which follow
+    // every value).
     let resume = plan.resume(&bm, "", &mut p).unwrap();
     assert_eq!(
         resume,
         Resume {
-            seek: format!("({n} >= $1::text AND ({any}))"),
-            then: Some(format!("({n} IS NULL)")),
+            seek: format!("({ln} >= {lv} AND ({any}))"),
+            then: Some(format!("({ln} IS NULL)")),
         }
     );
     let mut p = Params::new(1);
@@ -173,7 +177,7 @@ fn keyset_sql() {
     let sql = plan.resume_after(&bm, "", &mut p).unwrap();
     assert_eq!(
         sql,
-        format!("(({n} >= $1::text AND ({any})) OR ({n} IS NULL))")
+        format!("(({ln} >= {lv} AND ({any})) OR ({ln} IS NULL))")
     );
     // NULLs: ascending NULL has nothing after it but later terms (only the
     // NULL part remains); descending NULL is followed by every non-NULL value.
@@ -186,7 +190,7 @@ fn keyset_sql() {
     let resume = plan.resume(&bm, "", &mut p).unwrap();
     assert_eq!(
         resume.seek,
-        format!("({n} IS NULL AND (({n} IS NULL AND {pr} IS NOT NULL) OR ({n} IS NULL AND {pr} IS NULL AND \"r\".\"id\" > $1::text)))")
+        format!("({ln} IS NULL AND (({n} IS NULL AND {pr} IS NOT NULL) OR ({n} IS NULL AND {pr} IS NULL AND \"r\".\"id\" > $1::text)))")
     );
     assert_eq!(resume.then, None);
     let plan = parse_sort("-Name", &s).unwrap().plan(&s, "r", &mut p);
@@ -199,8 +203,8 @@ fn keyset_sql() {
     assert_eq!(
         resume,
         Resume {
-            seek: format!("({n} IS NULL AND (({n} IS NOT NULL) OR ({n} IS NULL AND \"r\".\"id\" > $1::text)))"),
-            then: Some(format!("({n} IS NOT NULL)")),
+            seek: format!("({ln} IS NULL AND (({n} IS NOT NULL) OR ({n} IS NULL AND \"r\".\"id\" > $1::text)))"),
+            then: Some(format!("({ln} IS NOT NULL)")),
         }
     );
     // A checkbox key is never NULL: no second part.
@@ -219,7 +223,7 @@ fn page_sql_reads_the_null_part_only_when_the_seek_comes_short() {
     let plan = parse_sort("Name", &s).unwrap().plan(&s, "r", &mut p);
     let n = format!("\"r\".\"{NAME}\"");
     let cols = format!("r.id, {n} AS \"__fl_k0\", \"r\".\"id\" AS \"__fl_id\"");
-    let order = format!("{n} ASC NULLS LAST, \"r\".\"id\" ASC");
+    let order = format!("left({n}, 500) ASC NULLS LAST, {n} ASC NULLS LAST, \"r\".\"id\" ASC");
     assert_eq!(
         plan.page_sql("r.id", "t AS r", "live", None, "11"),
         format!("SELECT {cols} FROM t AS r WHERE live ORDER BY {order} LIMIT 11")
@@ -242,7 +246,7 @@ fn page_sql_reads_the_null_part_only_when_the_seek_comes_short() {
             "WITH \"__fl_a\" AS MATERIALIZED (SELECT {cols} FROM t AS r WHERE live AND SEEK ORDER BY {order} LIMIT 11) \
              SELECT * FROM (SELECT * FROM \"__fl_a\" UNION ALL (SELECT {cols} FROM t AS r \
              WHERE (SELECT count(*) FROM \"__fl_a\") < 11 AND live AND THEN ORDER BY {order} LIMIT 11)) AS \"__fl_p\" \
-             ORDER BY \"__fl_p\".\"__fl_k0\" ASC NULLS LAST, \"__fl_p\".\"__fl_id\" ASC LIMIT 11"
+             ORDER BY left(\"__fl_p\".\"__fl_k0\", 500) ASC NULLS LAST, \"__fl_p\".\"__fl_k0\" ASC NULLS LAST, \"__fl_p\".\"__fl_id\" ASC LIMIT 11"
         )
     );
 }
@@ -279,7 +283,8 @@ fn bookmark_mismatches() {
         values: vec![None, Some("1".into())],
         id: "rec_000000000009".into(),
     };
-    let decoded = Bookmark::decode(&good.encode()).unwrap();
+    let key = BookmarkKey::derive(b"test secret");
+    let decoded = Bookmark::decode(&good.encode(&key), &key, "view:viw_1").unwrap();
     assert!(plan.resume_after(&decoded, "view:viw_1", &mut p).is_ok());
     let e = plan
         .resume_after(&decoded, "view:viw_2", &mut p)
@@ -386,4 +391,63 @@ fn filter_reports_the_fields_it_reads() {
         .map(|&i| s.fields[i].name.as_str())
         .collect();
     assert_eq!(names, ["Price", "Name"]);
+}
+
+#[test]
+fn sorts_are_capped() {
+    let s = schema();
+    let at_cap = vec!["Name"; sort::MAX_SORT_TERMS].join(",");
+    assert!(parse_sort(&at_cap, &s).is_ok());
+    let over = vec!["Name"; sort::MAX_SORT_TERMS + 1].join(",");
+    let e = parse_sort(&over, &s).unwrap_err();
+    assert_eq!(e.path, "sort");
+    assert!(e.message.contains("at most 32 terms"), "{e}");
+    // 1,700 terms (a 500 before the cap) are refused before any is resolved.
+    let e = parse_sort(&vec!["Nope"; 1700].join(","), &s).unwrap_err();
+    assert!(e.message.contains("this one has 1700"), "{e}");
+    let view: Vec<serde_json::Value> = (0..=sort::MAX_SORT_TERMS)
+        .map(|_| serde_json::json!({"fieldId": NAME}))
+        .collect();
+    let e = Sort::from_view_config(&serde_json::Value::Array(view), &s).unwrap_err();
+    assert_eq!(e.path, "view.sorts");
+}
+
+#[test]
+fn sort_fingerprints_name_ids_and_directions() {
+    let s = schema();
+    let a = parse_sort("Name,-Price", &s).unwrap().fingerprint(&s);
+    assert_eq!(a, format!("{NAME}+,{PRICE}-,"));
+    let b = parse_sort("Name,Price", &s).unwrap().fingerprint(&s);
+    assert_ne!(a, b);
+    assert_eq!(Sort::default().fingerprint(&s), "");
+}
+
+#[test]
+fn a_bookmark_of_another_sort_is_refused() {
+    let s = schema();
+    let key = BookmarkKey::derive(b"test secret");
+    let order = |sort: &str| {
+        bookmark::fingerprint(&[
+            "records",
+            "tbl_1",
+            "",
+            "sort",
+            &parse_sort(sort, &s).unwrap().fingerprint(&s),
+        ])
+    };
+    let b = Bookmark {
+        order: order("Name,-Price"),
+        values: vec![Some("b".into()), Some("2".into())],
+        id: "rec_000000000009".into(),
+    };
+    let text = b.encode(&key);
+    assert_eq!(
+        Bookmark::decode(&text, &key, &order("Name,-Price")).unwrap(),
+        b
+    );
+    // Same number of terms, another sort: detected.
+    for other in ["Name,Price", "-Name,-Price", "Price,Name", "Name"] {
+        let e = Bookmark::decode(&text, &key, &order(other)).unwrap_err();
+        assert_eq!(e, bookmark::mismatched(), "{other}");
+    }
 }

@@ -2,10 +2,22 @@
 //! `jsonb_to_recordset` reads into typed columns) and link lists out.
 //! Every refusal is a 400 naming the field.
 
+use std::collections::{HashMap, HashSet};
+
 use serde_json::{Map, Number, Value};
 
 use crate::error::{ApiError, ApiResult};
 use crate::schema::{Costume, DatabaseSchema, Family, FieldRow, TableSchema};
+
+/// Most records one link cell may name (distinct ids). Part C sets no
+/// number; a cell is written as one connector row per linked record, and
+/// this keeps one cell's write (and its read) bounded.
+pub const MAX_LINKS_PER_CELL: usize = 10_000;
+/// Most members one multi-member cell may hold (distinct e-mails).
+pub const MAX_MEMBERS_PER_CELL: usize = 1_000;
+/// Dates and instants a date cell may hold: years 0001 to 9999 (what
+/// PostgreSQL reads back as written and `YYYY-MM-DD` can show).
+pub const DATE_RANGE_TEXT: &str = "0001-01-01 to 9999-12-31";
 
 /// One record's converted cells.
 #[derive(Debug, Default, Clone)]
@@ -43,13 +55,12 @@ pub fn prepare(
     env: &filter_lang::Env,
 ) -> ApiResult<Prepared> {
     let mut out = Prepared::default();
-    let mut seen: Vec<&str> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::with_capacity(cells.len());
     for (key, value) in cells {
         let f = resolve(table, key)?;
-        if seen.contains(&f.id.as_str()) {
+        if !seen.insert(f.id.as_str()) {
             return Err(bad(f, "is named twice in one record."));
         }
-        seen.push(&f.id);
         match f.costume.family() {
             Family::Formula | Family::Lookup | Family::Rollup => {
                 return Err(bad(f, "is computed and cannot be written."))
@@ -180,24 +191,37 @@ fn scalar(f: &FieldRow, v: &Value, env: &filter_lang::Env) -> ApiResult<Value> {
             Value::Bool(b) => Ok(Value::Bool(*b)),
             _ => Err(bad(f, "takes true or false.")),
         },
-        Date => {
-            match v {
-                Value::Null => Ok(Value::Null),
-                Value::String(s) if f.has_time() => {
-                    let instant = match filter_lang::dates::parse_day(s) {
-                        Some(day) => Some(filter_lang::dates::start_of_day(env.timezone, day)),
-                        None => filter_lang::dates::parse_instant(s, env.timezone),
-                    };
-                    instant
-                    .map(|t| Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)))
-                    .ok_or_else(|| bad(f, &format!("takes a date or a timestamp with hours and minutes, not '{s}'.")))
+        Date => match v {
+            Value::Null => Ok(Value::Null),
+            Value::String(s) if f.has_time() => {
+                let instant = match filter_lang::dates::parse_day(s) {
+                    Some(day) => Some(filter_lang::dates::start_of_day(env.timezone, day)),
+                    None => filter_lang::dates::parse_instant(s, env.timezone),
+                };
+                let instant = instant.ok_or_else(|| {
+                    bad(
+                        f,
+                        &format!("takes a date or a timestamp with hours and minutes, not '{s}'."),
+                    )
+                })?;
+                if !in_date_range(instant.date_naive()) {
+                    return Err(out_of_range(f, s));
                 }
-                Value::String(s) => filter_lang::dates::parse_day(s)
-                    .map(|d| Value::String(d.format("%Y-%m-%d").to_string()))
-                    .ok_or_else(|| bad(f, &format!("takes a real date as YYYY-MM-DD, not '{s}'."))),
-                _ => Err(bad(f, "takes a date string.")),
+                Ok(Value::String(
+                    instant.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+                ))
             }
-        }
+            Value::String(s) => {
+                let day = filter_lang::dates::parse_day(s).ok_or_else(|| {
+                    bad(f, &format!("takes a real date as YYYY-MM-DD, not '{s}'."))
+                })?;
+                if !in_date_range(day) {
+                    return Err(out_of_range(f, s));
+                }
+                Ok(Value::String(day.format("%Y-%m-%d").to_string()))
+            }
+            _ => Err(bad(f, "takes a date string.")),
+        },
         SingleSelect => match v {
             Value::Null => Ok(Value::Null),
             Value::String(s) => choice(f, s).map(Value::String),
@@ -206,19 +230,31 @@ fn scalar(f: &FieldRow, v: &Value, env: &filter_lang::Env) -> ApiResult<Value> {
         MultiSelect | MultiMember => match v {
             Value::Null => Ok(Value::Null),
             Value::Array(items) => {
+                let choices = Choices::of(f);
+                let mut seen: HashSet<&str> = HashSet::new();
                 let mut out: Vec<Value> = Vec::new();
                 for item in items {
                     let Value::String(s) = item else {
                         return Err(bad(f, "takes a list of strings."));
                     };
                     let v = if f.costume == MultiSelect {
-                        choice(f, s)?
+                        choices.resolve(f, s)?
                     } else {
-                        s.clone()
+                        s.as_str()
                     };
-                    if !out.iter().any(|o| o == &Value::String(v.clone())) {
-                        out.push(Value::String(v));
+                    if seen.insert(v) {
+                        out.push(Value::String(v.to_owned()));
                     }
+                }
+                // Distinct choices cannot exceed the field's (at most 1000).
+                if f.costume == MultiMember && out.len() > MAX_MEMBERS_PER_CELL {
+                    return Err(bad(
+                        f,
+                        &format!(
+                            "holds at most {MAX_MEMBERS_PER_CELL} members; this cell names {}.",
+                            out.len()
+                        ),
+                    ));
                 }
                 Ok(if out.is_empty() {
                     Value::Null
@@ -232,16 +268,51 @@ fn scalar(f: &FieldRow, v: &Value, env: &filter_lang::Env) -> ApiResult<Value> {
     }
 }
 
+fn in_date_range(day: chrono::NaiveDate) -> bool {
+    use chrono::Datelike;
+    (1..=9999).contains(&day.year())
+}
+
+fn out_of_range(f: &FieldRow, s: &str) -> ApiError {
+    bad(
+        f,
+        &format!("takes dates from {DATE_RANGE_TEXT} (UTC), not '{s}'."),
+    )
+}
+
+/// A select field's choices by id and by name, for one cell's items.
+struct Choices {
+    by_id: HashSet<String>,
+    by_name: HashMap<String, String>,
+}
+
+impl Choices {
+    fn of(f: &FieldRow) -> Choices {
+        let list = f.choices();
+        let mut by_name = HashMap::with_capacity(list.len());
+        let mut by_id = HashSet::with_capacity(list.len());
+        for (id, name) in list {
+            by_name.entry(name).or_insert_with(|| id.clone());
+            by_id.insert(id);
+        }
+        Choices { by_id, by_name }
+    }
+
+    /// A choice id from an id or a name (id first); 400 naming an unknown one.
+    fn resolve<'a>(&'a self, f: &FieldRow, s: &'a str) -> ApiResult<&'a str> {
+        if self.by_id.contains(s) {
+            return Ok(s);
+        }
+        self.by_name
+            .get(s)
+            .map(String::as_str)
+            .ok_or_else(|| bad(f, &format!("has no choice '{s}'.")))
+    }
+}
+
 /// A choice id from an id or a name (id first); 400 naming an unknown one.
 fn choice(f: &FieldRow, s: &str) -> ApiResult<String> {
-    let choices = f.choices();
-    if let Some((id, _)) = choices.iter().find(|(id, _)| id == s) {
-        return Ok(id.clone());
-    }
-    if let Some((id, _)) = choices.iter().find(|(_, name)| name == s) {
-        return Ok(id.clone());
-    }
-    Err(bad(f, &format!("has no choice '{s}'.")))
+    Choices::of(f).resolve(f, s).map(str::to_owned)
 }
 
 /// Linked ids from `[rec ids]` or `[{id, ...}]`; a single-record link
@@ -252,6 +323,7 @@ fn link_ids(f: &FieldRow, v: &Value) -> ApiResult<Vec<String>> {
         Value::Array(items) => items,
         _ => return Err(bad(f, "takes a list of record ids.")),
     };
+    let mut seen: HashSet<&str> = HashSet::new();
     let mut ids: Vec<String> = Vec::new();
     for item in items {
         let id = match item {
@@ -265,7 +337,13 @@ fn link_ids(f: &FieldRow, v: &Value) -> ApiResult<Vec<String>> {
         if !cluster_protocol::ids::is_valid(cluster_protocol::ids::Kind::Record, id) {
             return Err(bad(f, &format!("cannot link '{id}': not a record id.")));
         }
-        if !ids.contains(id) {
+        if seen.insert(id) {
+            if ids.len() == MAX_LINKS_PER_CELL {
+                return Err(bad(
+                    f,
+                    &format!("links at most {MAX_LINKS_PER_CELL} records in one cell."),
+                ));
+            }
             ids.push(id.clone());
         }
     }

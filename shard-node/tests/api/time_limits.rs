@@ -1,0 +1,180 @@
+//! Time limits of the node's PostgreSQL sessions, pool exhaustion, and what
+//! an abandoned request does to the statement it left running. A read is
+//! made slow by another session holding its table locked, so nothing here
+//! depends on how fast the machine is; each test runs a node of its own
+//! (small pool, chosen limits) on a database of its own.
+
+use std::time::Duration;
+
+use cluster_protocol::principal::Principal;
+use shard_node::config::DbLimits;
+use tokio_postgres::{Client, NoTls};
+
+use crate::helpers::*;
+
+/// Bounds every wait of these tests, so a regression fails instead of hanging.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+async fn connect(url: &str) -> Client {
+    let (client, conn) = tokio_postgres::connect(url, NoTls).await.unwrap();
+    tokio::spawn(conn);
+    client
+}
+
+/// Sessions waiting for a lock on `relation` (a qualified table name).
+async fn waiting_on(pg: &Client, relation: &str) -> i64 {
+    pg.query_one(
+        "SELECT count(*) FROM pg_locks WHERE relation = to_regclass($1) AND NOT granted",
+        &[&relation],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// Polls until `waiting_on(relation)` is `count`, at most [`PATIENCE`].
+async fn until_waiting(pg: &Client, relation: &str, count: i64) -> bool {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while tokio::time::Instant::now() < deadline {
+        if waiting_on(pg, relation).await == count {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+/// A database with two tables on `url`, made through a node with default
+/// limits: (owner, first table id, its qualified name, second table id).
+async fn fixture(url: &str) -> (Principal, String, String, String) {
+    let app = spawn_app_on(url.to_owned()).await;
+    let (db, owner) = app.owned_database().await;
+    let first = app.create_table_id(&db, &owner, "Slow").await;
+    let second = app.create_table_id(&db, &owner, "Other").await;
+    let qualified = shard_node::tenant_schema::table(&db, &first).unwrap();
+    (owner, first, qualified, second)
+}
+
+/// Holds `relation` locked against every read until the returned session
+/// rolls back or is dropped.
+async fn lock(url: &str, relation: &str) -> Client {
+    let locker = connect(url).await;
+    locker
+        .batch_execute(&format!(
+            "BEGIN; LOCK TABLE {relation} IN ACCESS EXCLUSIVE MODE"
+        ))
+        .await
+        .unwrap();
+    locker
+}
+
+async fn records(app: &TestApp, table: &str, p: &Principal) -> Reply {
+    let path = format!("/api/tables/{table}/records");
+    tokio::time::timeout(PATIENCE, app.get(&path, p))
+        .await
+        .expect("the node answered within the test's patience")
+}
+
+/// A signed GET whose response headers the test reads.
+async fn signed_get(app: &TestApp, path: &str, p: &Principal) -> reqwest::Response {
+    use cluster_protocol::principal::{HEADER_PRINCIPAL, HEADER_SIGNATURE, HEADER_TIMESTAMP};
+    let h = p.sign(SECRET.as_bytes(), chrono::Utc::now().timestamp());
+    app.http
+        .get(format!("http://{}{path}", app.addr))
+        .header(HEADER_PRINCIPAL, h.principal)
+        .header(HEADER_TIMESTAMP, h.timestamp)
+        .header(HEADER_SIGNATURE, h.signature)
+        .timeout(PATIENCE)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_statement_over_the_time_limit_is_stopped_with_a_400_naming_the_limit() {
+    let (url, _) = private_database().await;
+    let (owner, table, relation, _) = fixture(&url).await;
+    let limits = DbLimits {
+        statement: Duration::from_millis(300),
+        ..DbLimits::default()
+    };
+    let node = spawn_app_with(url.clone(), 2, limits).await;
+    let locker = lock(&url, &relation).await;
+
+    let r = records(&node, &table, &owner).await;
+    assert_eq!(r.status, 400, "{:?}", r.body);
+    assert_eq!(r.error_code(), "bad_request");
+    assert!(r.error_message().contains("time limit"), "{:?}", r.body);
+
+    locker.batch_execute("ROLLBACK").await.unwrap();
+    let r = records(&node, &table, &owner).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+}
+
+#[tokio::test]
+async fn a_request_finding_every_session_busy_answers_503_with_retry_after() {
+    let (url, _) = private_database().await;
+    let (owner, table, relation, other) = fixture(&url).await;
+    let limits = DbLimits {
+        pool_wait: Duration::from_millis(200),
+        ..DbLimits::default()
+    };
+    let node = std::sync::Arc::new(spawn_app_with(url.clone(), 1, limits).await);
+    let locker = lock(&url, &relation).await;
+
+    // The node's only session waits on the lock...
+    let held = tokio::spawn({
+        let (node, owner, table) = (node.clone(), owner.clone(), table.clone());
+        async move { records(&node, &table, &owner).await }
+    });
+    assert!(until_waiting(&locker, &relation, 1).await);
+
+    // ...so another request gets none.
+    let resp = signed_get(&node, &format!("/api/tables/{other}/records"), &owner).await;
+    assert_eq!(resp.status(), 503);
+    assert_eq!(resp.headers()["retry-after"], "1");
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Retry in about 1s"),
+        "{body}"
+    );
+
+    locker.batch_execute("ROLLBACK").await.unwrap();
+    let r = held.await.unwrap();
+    assert_eq!(r.status, 200, "{:?}", r.body);
+}
+
+#[tokio::test]
+async fn an_abandoned_request_cancels_its_statement_and_frees_its_session() {
+    let (url, _) = private_database().await;
+    let (owner, table, relation, other) = fixture(&url).await;
+    // Only a cancel can end the waiting statement within the test.
+    let limits = DbLimits {
+        statement: Duration::from_secs(120),
+        ..DbLimits::default()
+    };
+    let node = std::sync::Arc::new(spawn_app_with(url.clone(), 1, limits).await);
+    let locker = lock(&url, &relation).await;
+
+    let abandoned = tokio::spawn({
+        let (node, owner, table) = (node.clone(), owner.clone(), table.clone());
+        async move { records(&node, &table, &owner).await }
+    });
+    assert!(until_waiting(&locker, &relation, 1).await);
+    // The client goes away: its connection to the node closes.
+    abandoned.abort();
+
+    // The statement is cancelled while the lock is still held...
+    assert!(
+        until_waiting(&locker, &relation, 0).await,
+        "the abandoned statement still waits on the lock"
+    );
+    // ...and the node's only session serves the next request at once.
+    let r = records(&node, &other, &owner).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    locker.batch_execute("ROLLBACK").await.unwrap();
+}
