@@ -16,6 +16,7 @@ mod routing;
 mod security_injection;
 mod security_keys;
 mod security_limits;
+mod security_lookup_cap;
 mod security_privilege;
 mod shard_direct;
 mod tables;

@@ -1,0 +1,223 @@
+//! Issue 13, section 2: a lookup's or rollup's `conditions` may name
+//! conditioned lookups of the linked table, which are written out in full
+//! at every mention, down to four levels, so a few fields made one read
+//! megabytes of SQL. Each lookup or rollup may expand to at most 2,000
+//! condition nodes (a table's together, and a request's filter, to 20,000):
+//! the field change that crosses a cap is refused with a 400 naming the
+//! field and the cap, reads keep working, and conditions stored over a cap
+//! (behind the API's back) read as admitting no linked record.
+
+use serde_json::{json, Value};
+
+use crate::fields::{id, Db};
+
+/// Lookups of `Parent` (a self-link of Items) surfacing `Code`.
+struct Fan {
+    d: Db,
+    items: String,
+    link: String,
+    code: String,
+    child: String,
+}
+
+impl Fan {
+    async fn new() -> Fan {
+        let d = Db::new().await;
+        let items = d.table("Items").await;
+        let code = d
+            .field(&items, json!({"name": "Code", "type": "single_line_text"}))
+            .await;
+        let link = d
+            .field(
+                &items,
+                json!({"name": "Parent", "type": "link", "options": {
+                    "target_table_id": items, "reverse_field_name": "Children"}}),
+            )
+            .await;
+        let parent = d.records(&items, vec![json!({"Code": "a1"})]).await;
+        let child = d
+            .records(
+                &items,
+                vec![json!({"Code": "a2", "Parent": [id(&parent[0])]})],
+            )
+            .await;
+        Fan {
+            items,
+            link: id(&link),
+            code: id(&code),
+            child: id(&child[0]),
+            d,
+        }
+    }
+
+    /// `{"join": "or", "conditions": [Code contains a, <named> is x (times)]}`.
+    fn conditions(named: Option<&str>, times: usize) -> Value {
+        let mut c = vec![json!({"field": "Code", "op": "contains", "value": "a"})];
+        if let Some(n) = named {
+            c.extend((0..times).map(|_| json!({"field": n, "op": "is", "value": "x"})));
+        }
+        json!({"join": "or", "conditions": c})
+    }
+
+    async fn lookup(&self, name: &str, conditions: Value) -> e2e_tests::Reply {
+        self.d
+            .create(
+                &self.items,
+                json!({"name": name, "type": "lookup", "options": {
+                    "link_field_id": self.link, "target_field_id": self.code,
+                    "conditions": conditions}}),
+            )
+            .await
+    }
+
+    /// The child record's cells, as GET one and a list page read them.
+    async fn cells(&self) -> Value {
+        let one = self.d.read(&self.items, &self.child).await;
+        let page = self
+            .d
+            .owner
+            .api
+            .get(&format!("/api/tables/{}/records", self.items))
+            .await;
+        let listed = page.expect_ok()["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == self.child.as_str())
+            .cloned()
+            .unwrap();
+        assert_eq!(listed["fields"], one["fields"], "list and get agree");
+        one["fields"].clone()
+    }
+}
+
+fn names_the_cap(msg: &str, field: &str, cap: &str) {
+    assert!(
+        msg.contains(&format!("'{field}'")) && msg.contains(cap),
+        "the message names the field '{field}' and the cap {cap}: {msg}"
+    );
+}
+
+#[tokio::test]
+async fn condition_fan_out_is_refused_at_the_step_that_crosses_the_cap() {
+    let f = Fan::new().await;
+    // Expanded nodes: L0 2; L1 names L0 ten times, 12 + 10 * 2 = 32;
+    // L2 names L1 ten times, 12 + 10 * 32 = 332.
+    let l0 = f.lookup("L0", Fan::conditions(None, 0)).await.expect_ok()["field"].clone();
+    f.lookup("L1", Fan::conditions(Some("L0"), 10))
+        .await
+        .expect_ok();
+    f.lookup("L2", Fan::conditions(Some("L1"), 10))
+        .await
+        .expect_ok();
+    // L3 naming L2 ten times: 12 + 10 * 332 = 3,332: refused.
+    let msg = f
+        .lookup("L3", Fan::conditions(Some("L2"), 10))
+        .await
+        .expect_error(400, "bad_request");
+    names_the_cap(&msg, "L3", "2000");
+    // Five times: 7 + 5 * 332 = 1,667: accepted.
+    let l3 = f
+        .lookup("L3", Fan::conditions(Some("L2"), 5))
+        .await
+        .expect_ok()["field"]
+        .clone();
+
+    // Widening L0 (2 -> 5 nodes) grows every lookup that reaches it: L3
+    // would expand to 7 + 5 * 632 = 3,167. Refused naming L3, L0 unchanged.
+    let l0 = f.d.listed(&f.items, &id(&l0)).await;
+    let wider = json!({"join": "or", "conditions": [
+        {"field": "Code", "op": "contains", "value": "a"},
+        {"field": "Code", "op": "contains", "value": "b"},
+        {"field": "Code", "op": "contains", "value": "c"},
+        {"field": "Code", "op": "contains", "value": "d"}]});
+    let msg =
+        f.d.patch(
+            &id(&l0),
+            json!({"options": {
+            "link_field_id": f.link, "target_field_id": f.code, "conditions": wider}}),
+        )
+        .await
+        .expect_error(400, "bad_request");
+    names_the_cap(&msg, "L3", "2000");
+    let after = f.d.listed(&f.items, &id(&l0)).await;
+    assert_eq!(after["options"], l0["options"], "nothing written");
+
+    // Reads keep working, with the conditions applied.
+    let cells = f.cells().await;
+    for name in ["L0", "L1", "L2", "L3"] {
+        assert_eq!(cells[name], json!(["a1"]), "{name}: {cells}");
+    }
+    // A filter on L3 (1,667 nodes) works; one naming it 12 times would
+    // expand to 1 + 12 * 1,668 > 20,000 nodes and is refused.
+    let list = format!("/api/tables/{}/records/list", f.items);
+    let naming = |times: usize| {
+        let c: Vec<Value> = (0..times)
+            .map(|_| json!({"field": "L3", "op": "is", "value": "a1"}))
+            .collect();
+        json!({"filter": {"conditions": c}})
+    };
+    let hits = f.d.owner.api.post(&list, naming(11)).await;
+    assert_eq!(hits.expect_ok()["records"].as_array().unwrap().len(), 1);
+    let msg =
+        f.d.owner
+            .api
+            .post(&list, naming(12))
+            .await
+            .expect_error(400, "bad_request");
+    assert!(msg.contains("20000"), "{msg}");
+    assert_eq!(id(&l3), id(&f.d.listed(&f.items, &id(&l3)).await));
+}
+
+/// Conditions over the cap in the catalog (written before the cap, or by a
+/// path that missed it): the read stays bounded, reading them as admitting
+/// no linked record, and every other cell is as before.
+#[tokio::test]
+async fn conditions_stored_over_the_cap_read_as_admitting_nothing() {
+    let f = Fan::new().await;
+    f.lookup("L0", Fan::conditions(None, 0)).await.expect_ok();
+    f.lookup("L1", Fan::conditions(Some("L0"), 10))
+        .await
+        .expect_ok();
+    f.lookup("L2", Fan::conditions(Some("L1"), 10))
+        .await
+        .expect_ok();
+    let l3 = f.lookup("L3", Fan::conditions(None, 0)).await.expect_ok()["field"].clone();
+    assert_eq!(f.cells().await["L3"], json!(["a1"]));
+
+    // Behind the API's back: L3 names L2 ten times (3,332 nodes).
+    f.d.pg
+        .execute(
+            "UPDATE fields SET options = jsonb_set(options, '{conditions}', $2) WHERE id = $1",
+            &[&id(&l3), &Fan::conditions(Some("L2"), 10)],
+        )
+        .await
+        .unwrap();
+    f.d.bump_schema_version().await;
+
+    let cells = f.cells().await;
+    assert_eq!(
+        cells["L3"],
+        json!([]),
+        "over the cap: admits nothing: {cells}"
+    );
+    for name in ["L0", "L1", "L2"] {
+        assert_eq!(cells[name], json!(["a1"]), "{name}: {cells}");
+    }
+    // A filter on it sees no linked record; on the others, as before.
+    let list = format!("/api/tables/{}/records/list", f.items);
+    for (field, hits) in [("L3", 0), ("L2", 1)] {
+        let body = json!({"filter": {"conditions": [
+            {"field": field, "op": "is", "value": "a1"}]}});
+        let r = f.d.owner.api.post(&list, body).await;
+        assert_eq!(
+            r.expect_ok()["records"].as_array().unwrap().len(),
+            hits,
+            "{field}"
+        );
+    }
+    // Other changes to the database still save (the overrun is not theirs).
+    f.lookup("L4", Fan::conditions(Some("L2"), 1))
+        .await
+        .expect_ok();
+}
