@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use chrono::Utc;
 
 use super::expansion::{
-    admit_nothing, expanded_nodes, Overrun, MAX_LOOKUP_CONDITION_NODES, MAX_TABLE_CONDITION_NODES,
+    admit_nothing, expanded_cost, Overrun, MAX_LOOKUP_CONDITION_COST, MAX_TABLE_CONDITION_COST,
 };
 use super::{DatabaseSchema, FieldRow, TableSchema, MAX_CONDITIONS_DEPTH};
 
@@ -130,7 +130,7 @@ impl DatabaseSchema {
         memo: &mut FilterMemo,
     ) -> filter_lang::Schema {
         self.filter_schemas.builds.fetch_add(1, Ordering::Relaxed);
-        // Expanded nodes of this table's conditions so far (at depth 0,
+        // Cost of this table's conditions so far (at depth 0,
         // where a read of the table reads them all).
         let mut total = 0;
         filter_lang::Schema::new(
@@ -145,17 +145,14 @@ impl DatabaseSchema {
                         {
                             *conditions = self.conditions(f, depth, memo);
                             if let Some(c) = conditions.as_deref() {
-                                let nodes = expanded_nodes(
-                                    &c.filter,
-                                    &c.schema,
-                                    MAX_LOOKUP_CONDITION_NODES,
-                                );
-                                let limit = if nodes > MAX_LOOKUP_CONDITION_NODES {
-                                    Some(MAX_LOOKUP_CONDITION_NODES)
-                                } else if depth == 0 && total + nodes > MAX_TABLE_CONDITION_NODES {
-                                    Some(MAX_TABLE_CONDITION_NODES)
+                                let cost =
+                                    expanded_cost(&c.filter, &c.schema, MAX_LOOKUP_CONDITION_COST);
+                                let limit = if cost > MAX_LOOKUP_CONDITION_COST {
+                                    Some(MAX_LOOKUP_CONDITION_COST)
+                                } else if depth == 0 && total + cost > MAX_TABLE_CONDITION_COST {
+                                    Some(MAX_TABLE_CONDITION_COST)
                                 } else {
-                                    total += nodes;
+                                    total += cost;
                                     None
                                 };
                                 if let Some(limit) = limit {

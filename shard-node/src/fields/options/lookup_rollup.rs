@@ -9,10 +9,8 @@ use serde_json::{json, Map, Value};
 
 use super::opt_str;
 use crate::error::{ApiError, ApiResult};
-use crate::schema::expansion::{MAX_LOOKUP_CONDITION_NODES, MAX_TABLE_CONDITION_NODES};
-use crate::schema::{
-    Costume, DatabaseSchema, Family, FieldRow, StorageKind, TableSchema, MAX_CONDITIONS_DEPTH,
-};
+use crate::schema::expansion::{counting, MAX_LOOKUP_CONDITION_COST, MAX_TABLE_CONDITION_COST};
+use crate::schema::{Costume, DatabaseSchema, Family, FieldRow, StorageKind, TableSchema};
 
 /// A validated lookup or rollup.
 pub struct Settled {
@@ -237,23 +235,21 @@ pub fn check_expansion(before: &DatabaseSchema, changed: &[FieldRow]) -> ApiResu
     };
     let field = after.field(&o.field_id).map_or("", |f| f.name.as_str());
     let table = after.table(&o.table_id).map_or("", |t| t.name.as_str());
-    let how = format!(
-        "counting the conditions of every conditioned lookup or rollup they name, \
-         down to {MAX_CONDITIONS_DEPTH} levels"
-    );
     Err(ApiError::bad_request(
-        if o.limit == MAX_LOOKUP_CONDITION_NODES {
+        if o.limit == MAX_LOOKUP_CONDITION_COST {
             format!(
-            "options.conditions: the conditions of '{field}' (table '{table}') would expand to \
-             more than {MAX_LOOKUP_CONDITION_NODES} condition nodes ({how}); a lookup or rollup \
-             may expand to at most {MAX_LOOKUP_CONDITION_NODES}."
+            "options.conditions: the conditions of '{field}' (table '{table}') would cost more \
+             than {MAX_LOOKUP_CONDITION_COST} ({}); a lookup's or rollup's conditions may cost at \
+             most {MAX_LOOKUP_CONDITION_COST}.",
+            counting()
         )
         } else {
             format!(
                 "options.conditions: the conditions of the lookups and rollups of table '{table}' \
-             would expand to more than {MAX_TABLE_CONDITION_NODES} condition nodes together \
-             ({how}), passing the limit at '{field}'; a table's lookups and rollups may expand \
-             to at most {MAX_TABLE_CONDITION_NODES}."
+             would cost more than {MAX_TABLE_CONDITION_COST} together ({}), passing the limit at \
+             '{field}'; a table's lookups and rollups may cost at most \
+             {MAX_TABLE_CONDITION_COST} together.",
+                counting()
             )
         },
     ))

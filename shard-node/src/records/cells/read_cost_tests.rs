@@ -2,19 +2,19 @@
 //! lookups (which may name others in turn, down to four levels).
 
 use filter_lang::Params;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::tests::{field, table, DB, ITEMS};
 use super::{page_set, read_set};
 use crate::records::store;
 use crate::schema::expansion::{
-    check_filter, expanded_nodes, MAX_LOOKUP_CONDITION_NODES, MAX_TABLE_CONDITION_NODES,
+    check_filter, expanded_cost, MAX_LOOKUP_CONDITION_COST, MAX_TABLE_CONDITION_COST, SUBQUERY_COST,
 };
 use crate::schema::{Costume, DatabaseSchema};
 
 /// A self-linked table with `n` lookups; the conditions of each name the
-/// `k` next lookups (and the code), so a lookup's conditions expand to
-/// about (k + 2) * (1 + k + k^2 + k^3) condition nodes.
+/// `k` next lookups (and the code), so a lookup's conditions write out
+/// about (k + 2) * (1 + k + k^2 + k^3) conditions.
 pub(super) fn fan_out(n: usize, k: usize) -> DatabaseSchema {
     let id = |i: usize| format!("fld_Look{i:08}");
     let mut fields = vec![
@@ -104,42 +104,44 @@ fn measure_fan_out() {
     }
 }
 
-/// Expanded nodes of the conditions of lookup `i` of [`fan_out`] as a
-/// read of the table sees them.
-fn nodes_of(schema: &DatabaseSchema, i: usize) -> usize {
+/// The cost of the conditions of lookup `i` of [`fan_out`] as a read of
+/// the table sees them.
+fn cost_of(schema: &DatabaseSchema, i: usize) -> usize {
     let f = schema.field(&format!("fld_Look{i:08}")).unwrap();
     let c = schema.conditions_of(f).unwrap();
-    expanded_nodes(&c.filter, &c.schema, usize::MAX - 1)
+    expanded_cost(&c.filter, &c.schema, usize::MAX - 1)
 }
 
 #[test]
-fn expanded_nodes_count_every_nested_condition() {
-    // A group and two conditions, at depths 0 to 3 (at depth 4 the named
-    // lookup's conditions are left off).
+fn expanded_cost_counts_every_nested_condition() {
+    // A group, a condition and a subquery naming the next lookup, at
+    // depths 0 to 3 (at depth 4 the named lookup's conditions are left
+    // off): 4 * (1 + 1 + 50).
     let schema = fan_out(30, 1);
-    assert_eq!(nodes_of(&schema, 0), 12);
+    assert_eq!(SUBQUERY_COST, 50);
+    assert_eq!(cost_of(&schema, 0), 208);
     assert!(schema.condition_overruns().is_empty());
-    // (k + 2) * (1 + k + k^2 + k^3) with k = 4.
-    let schema = fan_out(5, 4);
-    assert_eq!(nodes_of(&schema, 0), 510);
+    // c(3) = 2 + 3 * 50, c(d) = 2 + 3 * (50 + c(d + 1)).
+    let schema = fan_out(4, 3);
+    assert_eq!(cost_of(&schema, 0), 6080);
     // The count stops past its limit.
     let f = schema.field("fld_Look00000000").unwrap();
     let c = schema.conditions_of(f).unwrap();
-    assert_eq!(expanded_nodes(&c.filter, &c.schema, 100), 101);
+    assert_eq!(expanded_cost(&c.filter, &c.schema, 100), 101);
 }
 
-/// The read-time budget: a stored schema whose lookups expand past
-/// [`MAX_LOOKUP_CONDITION_NODES`] (7 lookups naming 6 others each expand
-/// to 2,072; the page was 4 MB of SQL) reads them as admitting no linked
-/// record, within the cap.
+/// The read-time budget: a stored schema whose lookups cost more than
+/// [`MAX_LOOKUP_CONDITION_COST`] (5 lookups naming 4 others each cost
+/// 17,170; the page was 637 KB of SQL, 8 s to plan and run) reads them as
+/// admitting no linked record.
 #[test]
 fn over_budget_conditions_read_as_admitting_nothing() {
-    let schema = fan_out(7, 6);
+    let schema = fan_out(5, 4);
     let overruns = schema.condition_overruns();
-    assert_eq!(overruns.len(), 7, "{overruns:?}");
+    assert_eq!(overruns.len(), 5, "{overruns:?}");
     assert!(overruns
         .iter()
-        .all(|o| o.limit == MAX_LOOKUP_CONDITION_NODES && o.table_id == ITEMS));
+        .all(|o| o.limit == MAX_LOOKUP_CONDITION_COST && o.table_id == ITEMS));
     let (len, values) = page_sql_len(&schema);
     assert!(len < 16 * 1024, "page SQL of {len} bytes, {values} values");
     let items = schema.table(ITEMS).unwrap();
@@ -152,48 +154,51 @@ fn over_budget_conditions_read_as_admitting_nothing() {
     assert!(set.values.is_empty());
 
     // 13 lookups naming 12 others (105 MB of SQL): cut one level down,
-    // where each named lookup expands past the cap; the rest is kept.
+    // where each named lookup costs past the cap; the rest is kept.
     let schema = fan_out(13, 12);
     let (len, values) = page_sql_len(&schema);
     assert!(len < 128 * 1024, "page SQL of {len} bytes, {values} values");
-    assert!(nodes_of(&schema, 0) <= MAX_LOOKUP_CONDITION_NODES);
+    assert_eq!(cost_of(&schema, 0), 2 + 12 * (50 + 2));
 }
 
-/// The table's cap: 100 lookups naming 4 others expand to 510 nodes each
-/// (each within the lookup cap, 13 MB of page SQL together); past
-/// [`MAX_TABLE_CONDITION_NODES`] the rest read as admitting nothing.
+/// The table's cap: 30 lookups naming the 2 next ones cost 1,530 each
+/// (45,900 together, 371 KB of page SQL, 3 s to plan); past
+/// [`MAX_TABLE_CONDITION_COST`] the rest read as admitting nothing.
 #[test]
 fn a_table_reads_within_its_cap() {
-    let schema = fan_out(100, 4);
+    let schema = fan_out(30, 2);
+    assert_eq!(cost_of(&schema, 0), 1530);
     let overruns = schema.condition_overruns();
-    let kept = MAX_TABLE_CONDITION_NODES / 510;
-    assert_eq!(overruns.len(), 100 - kept, "{overruns:?}");
-    assert!(overruns
-        .iter()
-        .all(|o| o.limit == MAX_TABLE_CONDITION_NODES));
-    // Each cut lookup keeps two nodes (a group holding `FALSE`).
-    let total: usize = (0..100).map(|i| nodes_of(&schema, i)).sum();
-    assert_eq!(total, kept * 510 + 2 * overruns.len());
-    assert!(kept * 510 <= MAX_TABLE_CONDITION_NODES);
+    let kept = MAX_TABLE_CONDITION_COST / 1530;
+    assert_eq!(overruns.len(), 30 - kept, "{overruns:?}");
+    assert!(overruns.iter().all(|o| o.limit == MAX_TABLE_CONDITION_COST));
+    // Each cut lookup keeps a cost of two (a group holding `FALSE`).
+    let total: usize = (0..30).map(|i| cost_of(&schema, i)).sum();
+    assert_eq!(total, kept * 1530 + 2 * overruns.len());
+    assert!(kept * 1530 <= MAX_TABLE_CONDITION_COST);
     let (len, _) = page_sql_len(&schema);
-    assert!(len < 6 * 1024 * 1024, "page SQL of {len} bytes");
+    assert!(len < 200 * 1024, "page SQL of {len} bytes");
 }
 
-/// A request's filter naming lookups past the table's cap is refused.
+/// A request's filter costing past the table's cap is refused; the
+/// largest flat filter passes.
 #[test]
 fn filters_past_the_cap_are_refused() {
-    let schema = fan_out(5, 4);
+    let schema = fan_out(4, 3);
     let items = schema.table(ITEMS).unwrap();
     let fs = schema.filter_schema(items);
     let env = filter_lang::Env::new("UTC", chrono::Utc::now()).unwrap();
-    let naming = |times: usize| {
+    let naming = |field: &str, op: &str, times: usize| {
+        let value = if op == "is" { json!("x") } else { Value::Null };
         let conditions: Vec<_> = (0..times)
-            .map(|_| json!({"field": "L0", "op": "is", "value": "x"}))
+            .map(|_| json!({"field": field, "op": op, "value": value}))
             .collect();
         filter_lang::filter::parse_value(&json!({ "conditions": conditions }), &fs, &env).unwrap()
     };
-    // 1 + 39 * (1 + 510) = 19,930; 1 + 40 * 511 = 20,441.
-    assert!(check_filter(&naming(39), &fs).is_ok());
-    let e = check_filter(&naming(40), &fs).unwrap_err();
+    // 1 + 3 * (50 + 6,080) = 18,391; 1 + 4 * 6,130 = 24,521.
+    assert!(check_filter(&naming("L0", "is", 3), &fs).is_ok());
+    let e = check_filter(&naming("L0", "is", 4), &fs).unwrap_err();
     assert!(format!("{e:?}").contains("20000"), "{e:?}");
+    // 199 conditions on a link: 1 + 199 * 50 = 9,951.
+    assert!(check_filter(&naming("Children", "not_empty", 199), &fs).is_ok());
 }
