@@ -233,7 +233,7 @@ fn auth_error(span: &RequestSpan, e: AuthError) -> ApiError {
             span.log(
                 || tracing::error!(error = %why, "control plane unavailable while verifying a key"),
             );
-            ApiError::Internal
+            ApiError::dependency_down()
         }
     }
 }

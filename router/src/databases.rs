@@ -22,6 +22,12 @@ use crate::trace::{self, RequestSpan};
 const CREATE_BODY_LIMIT: usize = 64 * 1024;
 const LOOKUP_REPLY_LIMIT: usize = 16 * 1024 * 1024;
 
+/// 503: the control plane could not be asked (logged here).
+fn down(span: &RequestSpan, what: &str, e: impl std::fmt::Display) -> ApiError {
+    span.log(|| tracing::error!(error = %e, "{what}"));
+    ApiError::dependency_down()
+}
+
 fn internal(span: &RequestSpan, what: &str, e: impl std::fmt::Display) -> ApiError {
     span.log(|| tracing::error!(error = %e, "{what}"));
     ApiError::Internal
@@ -37,7 +43,7 @@ pub async fn list(
         .access
         .get(caller.user_id(), caller.user_version())
         .await
-        .map_err(|e| internal(span, "user access lookup failed", e))?;
+        .map_err(|e| down(span, "user access lookup failed", e))?;
     let scope = &caller.key.record.databases;
     let mut ids: Vec<String> = access
         .memberships
@@ -59,7 +65,7 @@ pub async fn list(
             .placements
             .many(&pending)
             .await
-            .map_err(|e| internal(span, "placement lookup failed", e))?;
+            .map_err(|e| down(span, "placement lookup failed", e))?;
         let mut by_shard: HashMap<&str, Vec<String>> = HashMap::new();
         for p in &placements {
             by_shard
@@ -171,7 +177,7 @@ pub async fn create(
     }
     let (parts, body) = req.into_parts();
     let body_time = state.config.connections.body_timeout;
-    let body: Bytes = read_limited(body, CREATE_BODY_LIMIT, body_time).await?;
+    let body: Bytes = read_limited(body, None, CREATE_BODY_LIMIT, body_time).await?;
     let allocation = match state.control.allocate_database(caller.user_id()).await {
         Ok(a) => a,
         Err(ClientError::Api { status, body }) if (400..500).contains(&status) => {

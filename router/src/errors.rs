@@ -61,6 +61,22 @@ pub enum ApiError {
     Internal,
 }
 
+/// The 503 of a request a dependency (control plane, shard) could not
+/// serve right now: retryable, unlike `internal`.
+pub const DEPENDENCY_DOWN_MESSAGE: &str =
+    "Part of the service cannot be reached right now. Retry in about 1s.";
+
+impl ApiError {
+    /// 503 with `Retry-After: 1` for an unreachable dependency (logged by
+    /// the caller).
+    pub fn dependency_down() -> Self {
+        ApiError::Unavailable {
+            message: DEPENDENCY_DOWN_MESSAGE,
+            retry_after_secs: 1,
+        }
+    }
+}
+
 pub const REQUEST_TIMEOUT_MESSAGE: &str =
     "The request body did not arrive in time. Send it again, at a steady pace.";
 pub const GATEWAY_TIMEOUT_MESSAGE: &str =

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response, Uri};
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use crate::errors::{ApiError, Body};
@@ -131,11 +131,15 @@ pub fn client_response(resp: Response<Incoming>) -> Response<Body> {
     Response::from_parts(parts, body.map_err(Into::into).boxed_unsync())
 }
 
+/// How much of an over-limit body is still read (and dropped) before the
+/// 400 naming the limit, so a client that sends its body whole reads that
+/// answer instead of a reset connection. Beyond it the answer goes at once.
+const DRAIN_LIMIT: u64 = 4 * cluster_protocol::MAX_BODY_BYTES as u64;
+
 /// Reads the whole request body (the principal's signature covers its
 /// digest; a buffered body also lets a 421 be retried): at most `limit`
-/// bytes, a larger one (by its declared length, before reading, or as read)
-/// is a 400 naming the limit; it must arrive whole within `time` (408
-/// otherwise).
+/// bytes, a larger one is a 400 naming the limit; it must arrive whole
+/// within `time` (408 otherwise).
 pub async fn prepare_body(
     headers: &HeaderMap,
     body: Incoming,
@@ -146,42 +150,78 @@ pub async fn prepare_body(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
+    read_limited(body, declared, limit, time).await
+}
+
+/// Reads a whole body of at most `limit` bytes (400 beyond it, after
+/// draining up to [`DRAIN_LIMIT`]) that must arrive within `time` (408
+/// otherwise).
+pub async fn read_limited(
+    body: Incoming,
+    declared: Option<u64>,
+    limit: usize,
+    time: Duration,
+) -> Result<Bytes, ApiError> {
+    match tokio::time::timeout(time, read_or_drain(body, declared, limit)).await {
+        Err(_) => Err(ApiError::RequestTimeout),
+        Ok(read) => read,
+    }
+}
+
+async fn read_or_drain(
+    mut body: Incoming,
+    declared: Option<u64>,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
+    let too_large = || {
+        ApiError::BadRequest(format!(
+            "Request body is larger than the {} limit.",
+            limit_text(limit)
+        ))
+    };
+    if declared.is_some_and(|n| n > DRAIN_LIMIT) {
         return Err(too_large());
     }
-    read_limited(body, limit, time).await
+    let limit = limit as u64;
+    let mut buf = BytesMut::with_capacity(declared.unwrap_or(0).min(limit) as usize);
+    let mut seen: u64 = 0;
+    while let Some(frame) = body.frame().await {
+        let frame =
+            frame.map_err(|_| ApiError::BadRequest("Request body could not be read.".into()))?;
+        if let Ok(data) = frame.into_data() {
+            seen += data.len() as u64;
+            if seen > DRAIN_LIMIT {
+                return Err(too_large());
+            }
+            if seen <= limit {
+                buf.extend_from_slice(&data);
+            }
+        }
+    }
+    if seen > limit {
+        return Err(too_large());
+    }
+    Ok(buf.freeze())
 }
 
-fn too_large() -> ApiError {
-    ApiError::BadRequest(format!(
-        "Request body is larger than the {} limit.",
-        cluster_protocol::MAX_BODY_TEXT
-    ))
-}
-
-/// Reads a whole body of at most `limit` bytes (400 beyond it) that must
-/// arrive within `time` (408 otherwise).
-pub async fn read_limited(body: Incoming, limit: usize, time: Duration) -> Result<Bytes, ApiError> {
-    let read = Limited::new(body, limit).collect();
-    match tokio::time::timeout(time, read).await {
-        Err(_) => Err(ApiError::RequestTimeout),
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
-        Ok(Err(_)) => Err(ApiError::BadRequest(
-            "Request body could not be read.".into(),
-        )),
+/// A byte limit as people read it (`10 MiB`, `64 KiB`).
+fn limit_text(limit: usize) -> String {
+    if limit >= 1 << 20 && limit % (1 << 20) == 0 {
+        format!("{} MiB", limit >> 20)
+    } else {
+        format!("{} KiB", limit.div_ceil(1 << 10))
     }
 }
 
 /// The answer for a request a shard did not answer: 504 when the shard
-/// took too long, otherwise `internal`. Logged here.
+/// took too long, otherwise 503 (unreachable, retryable). Logged here.
 pub fn shard_failure(span: &RequestSpan, shard: &str, e: shard_conn::Error) -> ApiError {
     if let shard_conn::Error::Timeout(..) = e {
         span.log(|| tracing::warn!(error = %e, "shard did not answer in time"));
         return ApiError::GatewayTimeout;
     }
     span.log(|| tracing::error!(error = %e, shard, "shard unreachable"));
-    ApiError::Internal
+    ApiError::dependency_down()
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ pub async fn forward(
 ) -> Result<Response<Body>, ApiError> {
     let placement = state.placements.get(tag).await.map_err(|e| {
         span.log(|| tracing::error!(error = %e, tag, "placement lookup failed"));
-        ApiError::Internal
+        ApiError::dependency_down()
     })?;
     let placement = placement.ok_or(ApiError::NotFound)?;
     let db = placement.database_id.as_str();
@@ -38,7 +38,7 @@ pub async fn forward(
         .await
         .map_err(|e| {
             span.log(|| tracing::error!(error = %e, "user access lookup failed"));
-            ApiError::Internal
+            ApiError::dependency_down()
         })?;
     let role = access.role_in(db);
     let support = role.is_none() && access.has_support(db);
@@ -97,12 +97,12 @@ pub async fn forward(
         });
         let fresh = state.placements.get(tag).await.map_err(|e| {
             span.log(|| tracing::error!(error = %e, tag, "placement refresh failed"));
-            ApiError::Internal
+            ApiError::dependency_down()
         })?;
         let fresh = fresh.ok_or(ApiError::NotFound)?;
         shard_url = fresh.shard.url.clone();
         epoch = fresh.epoch;
     }
     span.log(|| tracing::error!(db, "shard still says misplaced after a refresh"));
-    Err(ApiError::Internal)
+    Err(ApiError::dependency_down())
 }

@@ -1001,3 +1001,32 @@ async fn absent_versions_make_the_router_ask_the_control_plane_again() {
     assert_eq!(e.get(&path, Some(&token)).await.status(), 404);
     assert_eq!(shard.hits.load(Ordering::SeqCst), 4);
 }
+
+/// A dependency that cannot be reached is a retryable 503 in the envelope,
+/// never the `internal` 500: a shard nobody listens on, then a control
+/// plane nobody listens on (for a key this router has not verified yet).
+#[tokio::test]
+async fn unreachable_dependencies_answer_503_with_retry_after() {
+    let e = env(100, 1000).await;
+    let (user_id, _, token) = e.user_with_key(Access::ReadWrite, DatabaseScope::All);
+    // Port 1: nothing listens there, the connection is refused at once.
+    let (db, _) = e.database(&["http://127.0.0.1:1"]);
+    e.member(&user_id, &db, Role::Editor);
+    let r = e
+        .get(&format!("/api/databases/{db}/tables"), Some(&token))
+        .await;
+    assert_eq!(r.status(), 503);
+    assert_eq!(header(&r, "retry-after").as_deref(), Some("1"));
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
+
+    let down = env_with_config(100, 1000, redis_url(), |c| {
+        c.control_plane_url = "http://127.0.0.1:1".into();
+    })
+    .await;
+    let r = down.get("/api/meta/whoami", Some(&token)).await;
+    assert_eq!(r.status(), 503);
+    assert_eq!(header(&r, "retry-after").as_deref(), Some("1"));
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
+}

@@ -77,17 +77,14 @@ async fn records(app: &TestApp, table: &str, p: &Principal) -> Reply {
 
 /// A signed GET whose response headers the test reads.
 async fn signed_get(app: &TestApp, path: &str, p: &Principal) -> reqwest::Response {
-    use cluster_protocol::principal::{HEADER_PRINCIPAL, HEADER_SIGNATURE, HEADER_TIMESTAMP};
-    let h = p.sign(SECRET.as_bytes(), chrono::Utc::now().timestamp());
-    app.http
+    let mut req = app
+        .http
         .get(format!("http://{}{path}", app.addr))
-        .header(HEADER_PRINCIPAL, h.principal)
-        .header(HEADER_TIMESTAMP, h.timestamp)
-        .header(HEADER_SIGNATURE, h.signature)
         .timeout(PATIENCE)
-        .send()
-        .await
-        .unwrap()
+        .build()
+        .unwrap();
+    p.sign_reqwest(SECRET.as_bytes(), chrono::Utc::now().timestamp(), &mut req);
+    app.http.execute(req).await.unwrap()
 }
 
 #[tokio::test]
