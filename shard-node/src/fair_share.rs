@@ -60,7 +60,9 @@ impl FairShare {
         let i = (self.hasher.hash_one(database_id) % STRIPES as u64) as usize;
         // A panic while the lock is held leaves the map consistent (every
         // change is a single insert or remove).
-        self.stripes[i].lock().unwrap_or_else(PoisonError::into_inner)
+        self.stripes[i]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// One of `database_id`'s sessions, waiting at most `wait` for one of
@@ -177,11 +179,7 @@ mod tests {
         let held = fair.acquire("db_a", NO_WAIT).await.unwrap();
         let waiter = tokio::spawn({
             let fair = Arc::clone(&fair);
-            async move {
-                fair.acquire("db_a", Duration::from_secs(30))
-                    .await
-                    .is_ok()
-            }
+            async move { fair.acquire("db_a", Duration::from_secs(30)).await.is_ok() }
         });
         tokio::task::yield_now().await;
         drop(held);
