@@ -8,8 +8,11 @@
 //! While such a future is dropped unfinished, every [`PgConn`] dropped with
 //! it leaves the pool, asks PostgreSQL to cancel whatever its session runs,
 //! and is closed once the cancel request is delivered; the pool opens a
-//! fresh session when one is needed. A finished request returns its
-//! sessions to the pool as before: the check is one thread-local read.
+//! fresh session when one is needed. The session's place in its database's
+//! share of the pool (`crate::fair_share`) comes back only then, so a
+//! database's abandoned statements count against its share until they stop.
+//! A finished request returns its sessions to the pool as before: the check
+//! is one thread-local read.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -19,6 +22,8 @@ use std::task::{Context, Poll};
 
 use deadpool_postgres::Object;
 use tokio_postgres::NoTls;
+
+use crate::fair_share::Share;
 
 thread_local! {
     /// How many unfinished request futures this thread is dropping now.
@@ -81,14 +86,29 @@ impl<F> Drop for AbandonOnDrop<F> {
 }
 
 /// A pooled session checked out by one request (derefs to the pool's
-/// [`Object`]). See the module documentation for what its drop does when
-/// the request was abandoned.
-pub struct PgConn(pub(crate) Option<Object>);
+/// [`Object`]), with its place in the database's share of the pool when
+/// the request is on behalf of one database. See the module documentation
+/// for what its drop does when the request was abandoned.
+pub struct PgConn {
+    // Dropped in this order: the session goes back to the pool before the
+    // share is given back, so a request given the share finds it there.
+    session: Option<Object>,
+    share: Option<Share>,
+}
+
+impl PgConn {
+    pub(crate) fn new(session: Object, share: Option<Share>) -> Self {
+        Self {
+            session: Some(session),
+            share,
+        }
+    }
+}
 
 impl Deref for PgConn {
     type Target = Object;
     fn deref(&self) -> &Object {
-        self.0
+        self.session
             .as_ref()
             .expect("a PgConn holds its session until dropped")
     }
@@ -96,7 +116,7 @@ impl Deref for PgConn {
 
 impl DerefMut for PgConn {
     fn deref_mut(&mut self) -> &mut Object {
-        self.0
+        self.session
             .as_mut()
             .expect("a PgConn holds its session until dropped")
     }
@@ -107,7 +127,7 @@ impl Drop for PgConn {
         if !abandoning() {
             return;
         }
-        let Some(object) = self.0.take() else {
+        let Some(object) = self.session.take() else {
             return;
         };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -117,12 +137,14 @@ impl Drop for PgConn {
         // while its statement (and a dropped transaction's ROLLBACK) runs.
         let client = Object::take(object);
         let token = client.cancel_token();
+        let share = self.share.take();
         runtime.spawn(async move {
             match token.cancel_query(NoTls).await {
                 Ok(()) => tracing::debug!("abandoned request: statement cancelled"),
                 Err(e) => tracing::warn!(error = %e, "abandoned request: cancel not delivered"),
             }
             drop(client);
+            drop(share);
         });
     }
 }

@@ -27,6 +27,14 @@ pub fn pool_size_for(cpus: usize) -> usize {
     (cpus + 1).max(3)
 }
 
+/// Request sessions the requests of one database may hold at once when
+/// `SHARD_SESSIONS_PER_DATABASE` is not set: all but one of the pool's (at
+/// least one), so one busy database always leaves a session to the others
+/// on its shard (`fair_share`).
+pub fn sessions_per_database_for(pool_size: usize) -> usize {
+    pool_size.saturating_sub(1).max(1)
+}
+
 /// How long opening one PostgreSQL session may take.
 pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// How long `GET /internal/health` waits for PostgreSQL.
@@ -74,9 +82,10 @@ pub struct Config {
 }
 
 /// Time limits of the node's PostgreSQL sessions, each set once per session
-/// in its startup options (no statement per request), and how long a
-/// request waits for a pooled session. See `state::Db` for where each one
-/// applies and docs/CONVENTIONS.md for the variables.
+/// in its startup options (no statement per request), how long a request
+/// waits for a pooled session, and how many of them one database's requests
+/// may hold at once. See `state::Db` for where each one applies and
+/// docs/CONVENTIONS.md for the variables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DbLimits {
     /// `SHARD_STATEMENT_TIMEOUT_MS`: every statement a request runs (reads
@@ -94,6 +103,12 @@ pub struct DbLimits {
     /// `SHARD_POOL_WAIT_MS`: how long a request waits for a pooled session
     /// before it is answered 503 with `Retry-After`.
     pub pool_wait: std::time::Duration,
+    /// `SHARD_SESSIONS_PER_DATABASE`: pooled sessions the requests of one
+    /// database may hold at once; `None` is [`sessions_per_database_for`]
+    /// the pool size. A request of a database at its cap waits (at most
+    /// `pool_wait`) for one of that database's own sessions, then is
+    /// answered 503 with `Retry-After`.
+    pub sessions_per_database: Option<usize>,
 }
 
 impl Default for DbLimits {
@@ -103,6 +118,7 @@ impl Default for DbLimits {
             schema: std::time::Duration::from_secs(50),
             maintenance: std::time::Duration::from_secs(600),
             pool_wait: std::time::Duration::from_secs(3),
+            sessions_per_database: None,
         }
     }
 }
@@ -115,8 +131,28 @@ impl DbLimits {
             schema: millis("SHARD_SCHEMA_TIMEOUT_MS", d.schema)?,
             maintenance: millis("SHARD_MAINTENANCE_TIMEOUT_MS", d.maintenance)?,
             pool_wait: millis("SHARD_POOL_WAIT_MS", d.pool_wait)?,
+            sessions_per_database: match optional("SHARD_SESSIONS_PER_DATABASE") {
+                Some(v) => Some(positive("SHARD_SESSIONS_PER_DATABASE", &v)?),
+                None => d.sessions_per_database,
+            },
         })
     }
+
+    /// The cap on one database's sessions in a pool of `pool_size`.
+    pub fn sessions_per_database(&self, pool_size: usize) -> usize {
+        self.sessions_per_database
+            .unwrap_or_else(|| sessions_per_database_for(pool_size))
+            .max(1)
+    }
+}
+
+fn positive(name: &str, value: &str) -> anyhow::Result<usize> {
+    value
+        .trim()
+        .parse()
+        .ok()
+        .filter(|&n: &usize| n > 0)
+        .with_context(|| format!("{name} must be a positive integer"))
 }
 
 /// Part A: a trashed record is restorable for seven days.
@@ -184,12 +220,7 @@ impl Config {
     pub fn from_env() -> anyhow::Result<Self> {
         let listen = optional("SHARD_LISTEN").unwrap_or_else(|| "127.0.0.1:8091".into());
         let pool_size = match optional("SHARD_POOL_SIZE") {
-            Some(v) => v
-                .trim()
-                .parse()
-                .ok()
-                .filter(|&n: &usize| n > 0)
-                .context("SHARD_POOL_SIZE must be a positive integer")?,
+            Some(v) => positive("SHARD_POOL_SIZE", &v)?,
             None => default_pool_size(),
         };
         Ok(Self {
@@ -224,7 +255,7 @@ pub const MAX_BUTTON_URL_CHARS: usize = 2000;
 
 #[cfg(test)]
 mod tests {
-    use super::pool_size_for;
+    use super::{pool_size_for, sessions_per_database_for, DbLimits};
 
     #[test]
     fn pool_is_one_connection_per_cpu_and_one_more_at_least_three() {
@@ -232,5 +263,19 @@ mod tests {
         assert_eq!(pool_size_for(2), 3);
         assert_eq!(pool_size_for(4), 5);
         assert_eq!(pool_size_for(16), 17);
+    }
+
+    #[test]
+    fn one_database_may_hold_all_sessions_but_one_at_least_one() {
+        assert_eq!(sessions_per_database_for(1), 1);
+        assert_eq!(sessions_per_database_for(2), 1);
+        assert_eq!(sessions_per_database_for(3), 2);
+        assert_eq!(sessions_per_database_for(17), 16);
+        let set = DbLimits {
+            sessions_per_database: Some(5),
+            ..DbLimits::default()
+        };
+        assert_eq!(set.sessions_per_database(3), 5);
+        assert_eq!(DbLimits::default().sessions_per_database(3), 2);
     }
 }

@@ -13,6 +13,12 @@ pub const TOO_SLOW_MESSAGE: &str = "This request took longer than the statement 
      page_size or fewer fields), or split the change.";
 /// 503 when every pooled session stayed busy for the whole pool wait.
 pub const POOL_BUSY_MESSAGE: &str = "The shard holding this database is busy. Retry in about 1s.";
+/// 503 when the requests of one database already hold all the sessions
+/// one database may hold at once (`SHARD_SESSIONS_PER_DATABASE`) for the
+/// whole pool wait; other databases on the shard are not held up.
+pub const DATABASE_BUSY_MESSAGE: &str = "This database has too many requests in progress \
+     on its shard (each database may use only part of the shard's connections at once). \
+     Retry in about 1s, or send fewer requests at once.";
 /// 503 when a structural change could not get its table's lock in time.
 pub const LOCKED_MESSAGE: &str = "The table is busy with another change. Retry in about 1s.";
 /// `Retry-After` of every 503 the node answers, in seconds.
@@ -42,8 +48,9 @@ pub enum ApiError {
     /// 421: the principal's database is not in this shard's catalog.
     #[error("misplaced database")]
     Misplaced,
-    /// 503 with `Retry-After`: no session free in time, or a table lock
-    /// not granted in time. Transient; the message says so.
+    /// 503 with `Retry-After`: no session free in time (in the pool or in
+    /// the database's share of it), or a table lock not granted in time.
+    /// Transient; the message says so.
     #[error("unavailable: {0}")]
     Unavailable(&'static str),
     /// 500; the cause is logged once, when the response is built, never shown.

@@ -14,8 +14,9 @@
 //! * [`schema`]: the schema model of a database (tables, fields, costumes,
 //!   columns, operators), cached per database by `schema_version`.
 //! * [`error`]: the one error type and its HTTP mapping.
-//! * [`state`]: the pool and its time limits; [`cancel`]: what an abandoned
-//!   request does to the statements it left running.
+//! * [`state`]: the pool and its time limits; [`fair_share`]: each
+//!   database's share of the pool; [`cancel`]: what an abandoned request
+//!   does to the statements it left running.
 
 pub mod auth;
 pub mod cancel;
@@ -23,6 +24,7 @@ pub mod catalog;
 pub mod config;
 pub mod databases;
 pub mod error;
+pub mod fair_share;
 pub mod fields;
 pub mod http;
 pub mod json;

@@ -6,12 +6,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use deadpool_postgres::{
-    Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime, Transaction,
+    Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime, Timeouts, Transaction,
 };
 use tokio_postgres::NoTls;
 
 use crate::config::{Config, DbLimits, Secret, CONNECT_TIMEOUT};
 use crate::error::ApiResult;
+use crate::fair_share::FairShare;
 
 pub use crate::cancel::{abandon_on_drop, PgConn};
 
@@ -128,9 +129,18 @@ impl DbOp {
 /// * background work (migrations, sort index builds, the trash purger)
 ///   runs on sessions of its own ([`Db::maintenance_client`]) under
 ///   `limits.maintenance`, and never holds a request's session.
+///
+/// The requests of one database hold at most
+/// `limits.sessions_per_database(pool size)` of the pool's sessions at once
+/// ([`Db::client_for`], `crate::fair_share`), so one database cannot take
+/// every session of the shard from the others.
 #[derive(Clone)]
 pub struct Db {
     pool: Pool,
+    /// Each database's share of `pool`.
+    fair: Arc<FairShare>,
+    /// `SHARD_POOL_WAIT_MS`: the longest wait for a share and a session.
+    pool_wait: Duration,
     /// Sessions for background work, at most [`MAINTENANCE_SESSIONS`].
     maintenance: Pool,
 }
@@ -215,17 +225,42 @@ impl Db {
                 ("idle_in_transaction_session_timeout", limits.maintenance),
             ],
         )?;
-        let pool = build_pool(pooled, pool_size.max(1), Some(limits.pool_wait))?;
+        let pool_size = pool_size.max(1);
+        let pool = build_pool(pooled, pool_size, Some(limits.pool_wait))?;
         // Background work waits for a session as long as it takes.
         let maintenance = build_pool(maintenance, MAINTENANCE_SESSIONS, None)?;
-        Ok(Self { pool, maintenance })
+        Ok(Self {
+            pool,
+            fair: Arc::new(FairShare::new(limits.sessions_per_database(pool_size))),
+            pool_wait: limits.pool_wait,
+            maintenance,
+        })
     }
 
-    /// A pooled session for one request. Held by a request that is dropped
-    /// before it finishes (the client went away), it cancels its statement
-    /// and is closed rather than pooled ([`PgConn`]).
+    /// A pooled session for a request of `database_id`, counted against
+    /// that database's share of the pool: with its share all held, it waits
+    /// for one of the database's own sessions (503 naming the database's
+    /// requests in progress after the pool wait). Every request on behalf
+    /// of one database takes its sessions here. Held by a request that is
+    /// dropped before it finishes (the client went away), it cancels its
+    /// statement and is closed rather than pooled, and its share comes back
+    /// when the session is closed ([`PgConn`]).
+    pub async fn client_for(&self, database_id: &str) -> ApiResult<PgConn> {
+        let start = Instant::now();
+        let share = self.fair.acquire(database_id, self.pool_wait).await?;
+        let timeouts = Timeouts {
+            wait: Some(self.pool_wait.saturating_sub(start.elapsed())),
+            ..self.pool.timeouts()
+        };
+        let session = self.pool.timeout_get(&timeouts).await?;
+        Ok(PgConn::new(session, Some(share)))
+    }
+
+    /// A pooled session for work not on behalf of one database (health,
+    /// the lookup across databases, creating a database); requests of one
+    /// database use [`Db::client_for`]. Dropped unfinished, as there.
     pub async fn client(&self) -> ApiResult<PgConn> {
-        Ok(PgConn(Some(self.pool.get().await?)))
+        Ok(PgConn::new(self.pool.get().await?, None))
     }
 
     /// A session for background work (not one of the request pool's),
@@ -234,15 +269,17 @@ impl Db {
         Ok(self.maintenance.get().await?)
     }
 
-    /// Runs `work` in one transaction, timed as `op`: commits only when it
+    /// Runs `work` in one transaction on a session of `database_id`'s
+    /// share ([`Db::client_for`]), timed as `op`: commits only when it
     /// succeeds; an error rolls everything back.
     pub async fn in_transaction<T>(
         &self,
+        database_id: &str,
         op: DbOp,
         work: impl AsyncFnOnce(&Transaction<'_>) -> ApiResult<T>,
     ) -> ApiResult<T> {
         self.measured(op, async {
-            let mut client = self.client().await?;
+            let mut client = self.client_for(database_id).await?;
             let tx = client.transaction().await?;
             let out = work(&tx).await?;
             tx.commit().await?;

@@ -112,7 +112,7 @@ async fn authorize(parts: &mut Parts, state: &AppState, need: Need) -> ApiResult
     let held = state
         .db
         .measured(DbOp::DatabaseHeld, async {
-            let client = state.db.client().await?;
+            let client = state.db.client_for(&database_id).await?;
             Ok(catalog::databases::held_version(&*client, &database_id).await?)
         })
         .await?;

@@ -29,7 +29,7 @@ pub async fn handler(
 /// fields and views cascade) in one transaction. `false` if not held here.
 pub async fn purge(db: &Db, database_id: &str) -> ApiResult<bool> {
     db.measured(DbOp::DeleteDatabase, async {
-        let mut client = db.client().await?;
+        let mut client = db.client_for(database_id).await?;
         let tx = client.transaction().await?;
         if databases::lock(&tx, database_id).await?.is_none() {
             return Ok(false);

@@ -75,7 +75,7 @@ pub async fn apply(
     user_id: &str,
     patch: &DatabasePatch,
 ) -> ApiResult<Database> {
-    let client = db.client().await?;
+    let client = db.client_for(database_id).await?;
     if let Some(name) = &patch.name {
         db.measured(DbOp::RenameDatabase, async {
             Ok(databases::set_name(&*client, database_id, name, user_id).await?)

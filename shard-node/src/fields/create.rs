@@ -76,7 +76,7 @@ pub async fn create(
     table_id: &str,
     new: NewField,
 ) -> ApiResult<Value> {
-    let mut client = state.db.client().await?;
+    let mut client = state.db.client_for(database_id).await?;
     let tx = client.transaction().await?;
     let tag = structural::begin(&tx, database_id).await?;
     let schema = state.schemas.get_locked(&tx, database_id).await?;

@@ -51,7 +51,7 @@ pub async fn delete(
     user_id: &str,
     field_id: &str,
 ) -> ApiResult<()> {
-    let mut client = state.db.client().await?;
+    let mut client = state.db.client_for(database_id).await?;
     let tx = client.transaction().await?;
     structural::begin(&tx, database_id).await?;
     let schema = state.schemas.get_locked(&tx, database_id).await?;

@@ -24,7 +24,7 @@ pub async fn handler(
     let schema = state
         .db
         .measured(DbOp::LoadSchema, async {
-            let mut client = state.db.client().await?;
+            let mut client = state.db.client_for(&access.database_id).await?;
             state.schemas.get(&mut client, &access.database_id).await
         })
         .await?;

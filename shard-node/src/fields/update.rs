@@ -99,7 +99,7 @@ pub async fn update(
     field_id: &str,
     patch: Patch,
 ) -> ApiResult<Value> {
-    let mut client = state.db.client().await?;
+    let mut client = state.db.client_for(database_id).await?;
     let tx = client.transaction().await?;
     structural::begin(&tx, database_id).await?;
     let schema = state.schemas.get_locked(&tx, database_id).await?;

@@ -76,7 +76,7 @@ pub fn check_own(access: &Access, states: &[(String, Option<String>, bool)]) -> 
 }
 
 pub async fn trash(db: &Db, access: &Access, table_id: &str, ids: &[String]) -> ApiResult<()> {
-    db.in_transaction(DbOp::TrashRecords, async |tx| {
+    db.in_transaction(&access.database_id, DbOp::TrashRecords, async |tx| {
         let table = RecordTable::load(tx, &access.database_id, table_id).await?;
         let states = store::states(tx, &table, ids, true).await?;
         check_live(ids, &states, |id| {

@@ -30,7 +30,7 @@ pub async fn handler(
     let reply = state
         .db
         .measured(DbOp::GetRecord, async {
-            let mut client = state.db.client().await?;
+            let mut client = state.db.client_for(&database_id).await?;
             let schema = state
                 .schemas
                 .get_at(&mut client, &database_id, access.schema_version)

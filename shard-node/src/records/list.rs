@@ -247,7 +247,7 @@ pub async fn list(
     let db: &Db = &state.db;
     let database_id = access.database_id.as_str();
     db.measured(DbOp::ListRecords, async {
-        let mut client = db.client().await?;
+        let mut client = db.client_for(database_id).await?;
         let schema = state
             .schemas
             .get_at(&mut client, database_id, access.schema_version)

@@ -43,7 +43,7 @@ pub async fn handler(
     let db = &state.db;
     let reply = db
         .measured(DbOp::PressButton, async {
-            let mut client = db.client().await?;
+            let mut client = db.client_for(&access.database_id).await?;
             let schema = state.schemas.get(&mut client, &access.database_id).await?;
             let rt = RecordTable::from_schema(&schema, &id)?;
             let table = schema.table(&id).ok_or(ApiError::NotFound)?;

@@ -34,7 +34,7 @@ pub async fn in_transaction<T>(
 ) -> ApiResult<T> {
     state
         .db
-        .in_transaction(op, async |tx| {
+        .in_transaction(database_id, op, async |tx| {
             let ctx = Ctx::load(tx, &state.schemas, database_id, table_id).await?;
             write(tx, &ctx).await
         })

@@ -31,7 +31,7 @@ pub async fn handler(
 
 pub async fn create(db: &Db, database_id: &str, user_id: &str, name: &str) -> ApiResult<Table> {
     db.measured(DbOp::CreateTable, async {
-        let mut client = db.client().await?;
+        let mut client = db.client_for(database_id).await?;
         let tx = client.transaction().await?;
         let tag = structural::begin(&tx, database_id).await?;
         let (count, max_position) = tables::count_and_max_position(&tx, database_id).await?;

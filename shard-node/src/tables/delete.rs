@@ -37,7 +37,7 @@ pub async fn delete(
     state
         .db
         .measured(DbOp::DeleteTable, async {
-            let mut client = state.db.client().await?;
+            let mut client = state.db.client_for(database_id).await?;
             let tx = client.transaction().await?;
             structural::begin(&tx, database_id).await?;
             let schema = state.schemas.get_locked(&tx, database_id).await?;

@@ -23,7 +23,7 @@ pub async fn get(state: &AppState, database_id: &str, table_id: &str) -> ApiResu
     state
         .db
         .measured(DbOp::GetTable, async {
-            let mut client = state.db.client().await?;
+            let mut client = state.db.client_for(database_id).await?;
             let schema = state.schemas.get(&mut client, database_id).await?;
             let table = schema.table(table_id).ok_or(ApiError::NotFound)?;
             Ok(schema.table_json(table))

@@ -24,7 +24,7 @@ pub async fn list(state: &AppState, database_id: &str) -> ApiResult<Vec<TableJso
     state
         .db
         .measured(DbOp::ListTables, async {
-            let mut client = state.db.client().await?;
+            let mut client = state.db.client_for(database_id).await?;
             let schema = state.schemas.get(&mut client, database_id).await?;
             Ok(schema.tables.iter().map(|t| schema.table_json(t)).collect())
         })

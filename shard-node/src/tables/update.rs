@@ -34,7 +34,7 @@ pub async fn rename(
     name: &str,
 ) -> ApiResult<Table> {
     db.measured(DbOp::RenameTable, async {
-        let mut client = db.client().await?;
+        let mut client = db.client_for(database_id).await?;
         let tx = client.transaction().await?;
         structural::begin(&tx, database_id).await?;
         let table = tables::rename(&tx, database_id, table_id, name)

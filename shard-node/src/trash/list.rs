@@ -66,7 +66,7 @@ pub async fn list(
     after: Option<(DateTime<Utc>, String)>,
 ) -> ApiResult<Map<String, Value>> {
     db.measured(DbOp::ListTrash, async {
-        let client = db.client().await?;
+        let client = db.client_for(database_id).await?;
         let table = RecordTable::load(&*client, database_id, table_id).await?;
         let read = cells::read_fields(&*client, &table, None).await?;
         let mut rows = store::trash_page(

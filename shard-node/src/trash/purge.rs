@@ -39,7 +39,7 @@ pub async fn handler(
 }
 
 pub async fn purge(db: &Db, access: &Access, table_id: &str, ids: &[String]) -> ApiResult<()> {
-    db.in_transaction(DbOp::PurgeRecords, async |tx| {
+    db.in_transaction(&access.database_id, DbOp::PurgeRecords, async |tx| {
         let table = super::trashed_batch(tx, access, table_id, ids).await?;
         store::purge(tx, &table, ids).await?;
         Ok(())
@@ -48,7 +48,7 @@ pub async fn purge(db: &Db, access: &Access, table_id: &str, ids: &[String]) -> 
 }
 
 pub async fn purge_all(db: &Db, access: &Access, table_id: &str) -> ApiResult<u64> {
-    db.in_transaction(DbOp::PurgeRecords, async |tx| {
+    db.in_transaction(&access.database_id, DbOp::PurgeRecords, async |tx| {
         let table = RecordTable::load(tx, &access.database_id, table_id).await?;
         let only = (access.principal.role != Some(Role::Owner)).then(|| access.user_id());
         let n = store::purge_all(tx, &table, only).await?;

@@ -29,7 +29,7 @@ pub async fn restore(
     table_id: &str,
     ids: &[String],
 ) -> ApiResult<Map<String, Value>> {
-    db.in_transaction(DbOp::RestoreRecords, async |tx| {
+    db.in_transaction(&access.database_id, DbOp::RestoreRecords, async |tx| {
         let table = super::trashed_batch(tx, access, table_id, ids).await?;
         let schema = crate::schema::cache::load(tx, &access.database_id).await?;
         let table_schema = schema

@@ -21,7 +21,7 @@ pub async fn handler(
 
 pub async fn list(db: &Db, database_id: &str, table_id: &str) -> ApiResult<Vec<View>> {
     db.measured(DbOp::ListViews, async {
-        let client = db.client().await?;
+        let client = db.client_for(database_id).await?;
         tables::get(&*client, database_id, table_id)
             .await?
             .ok_or(ApiError::NotFound)?;

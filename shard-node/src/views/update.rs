@@ -43,7 +43,7 @@ pub async fn update(
     config: Option<&Value>,
 ) -> ApiResult<View> {
     db.measured(DbOp::UpdateView, async {
-        let client = db.client().await?;
+        let client = db.client_for(database_id).await?;
         views::update(&*client, database_id, id, name, config)
             .await?
             .ok_or(ApiError::NotFound)

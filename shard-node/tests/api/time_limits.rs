@@ -1,8 +1,9 @@
-//! Time limits of the node's PostgreSQL sessions, pool exhaustion, and what
-//! an abandoned request does to the statement it left running. A read is
-//! made slow by another session holding its table locked, so nothing here
-//! depends on how fast the machine is; each test runs a node of its own
-//! (small pool, chosen limits) on a database of its own.
+//! Time limits of the node's PostgreSQL sessions, pool exhaustion, each
+//! database's share of the pool, and what an abandoned request does to the
+//! statement it left running. A read is made slow by another session
+//! holding its table locked, so nothing here depends on how fast the
+//! machine is; each test runs a node of its own (small pool, chosen limits)
+//! on a database of its own.
 
 use std::time::Duration;
 
@@ -21,10 +22,13 @@ async fn connect(url: &str) -> Client {
     client
 }
 
-/// Sessions waiting for a lock on `relation` (a qualified table name).
+/// Reads waiting for a lock on `relation` (a qualified table name). The
+/// pass of the trash purger a node runs when it starts may reach the locked
+/// table too; it deletes (another lock mode) and is not counted.
 async fn waiting_on(pg: &Client, relation: &str) -> i64 {
     pg.query_one(
-        "SELECT count(*) FROM pg_locks WHERE relation = to_regclass($1) AND NOT granted",
+        "SELECT count(*) FROM pg_locks WHERE relation = to_regclass($1) AND NOT granted \
+           AND mode = 'AccessShareLock'",
         &[&relation],
     )
     .await
@@ -112,8 +116,11 @@ async fn a_statement_over_the_time_limit_is_stopped_with_a_400_naming_the_limit(
 async fn a_request_finding_every_session_busy_answers_503_with_retry_after() {
     let (url, _) = private_database().await;
     let (owner, table, relation, other) = fixture(&url).await;
+    // One database may hold the whole pool here: what runs out is the
+    // pool, not the database's share of it.
     let limits = DbLimits {
         pool_wait: Duration::from_millis(200),
+        sessions_per_database: Some(2),
         ..DbLimits::default()
     };
     let node = std::sync::Arc::new(spawn_app_with(url.clone(), 1, limits).await);
@@ -132,11 +139,9 @@ async fn a_request_finding_every_session_busy_answers_503_with_retry_after() {
     assert_eq!(resp.headers()["retry-after"], "1");
     let body: serde_json::Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["code"], "unavailable", "{body}");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("Retry in about 1s"),
+    assert_eq!(
+        body["error"]["message"],
+        shard_node::error::POOL_BUSY_MESSAGE,
         "{body}"
     );
 
@@ -174,4 +179,67 @@ async fn an_abandoned_request_cancels_its_statement_and_frees_its_session() {
     let r = records(&node, &other, &owner).await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     locker.batch_execute("ROLLBACK").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_database_holding_its_share_of_the_pool_waits_while_another_is_served() {
+    let (url, _) = private_database().await;
+    let (owner_a, slow, relation, _) = fixture(&url).await;
+    let (owner_b, table_b, _, _) = fixture(&url).await;
+    // Three sessions, at most two of them for the requests of one database.
+    let limits = DbLimits {
+        pool_wait: Duration::from_millis(500),
+        sessions_per_database: Some(2),
+        ..DbLimits::default()
+    };
+    let node = std::sync::Arc::new(spawn_app_with(url.clone(), 3, limits).await);
+    let locker = lock(&url, &relation).await;
+
+    // Two slow reads of database A hold two sessions, waiting on the lock...
+    let held: Vec<_> = (0..2)
+        .map(|_| {
+            let (node, owner, table) = (node.clone(), owner_a.clone(), slow.clone());
+            tokio::spawn(async move { records(&node, &table, &owner).await })
+        })
+        .collect();
+    assert!(until_waiting(&locker, &relation, 2).await);
+
+    // ...so a third read of A waits for one of A's own sessions rather than
+    // taking the shard's last one...
+    let third = tokio::spawn({
+        let (node, owner, table) = (node.clone(), owner_a.clone(), slow.clone());
+        async move {
+            let resp = signed_get(&node, &format!("/api/tables/{table}/records"), &owner).await;
+            let status = resp.status().as_u16();
+            let retry_after = resp.headers().get("retry-after").cloned();
+            let body: serde_json::Value = resp.json().await.unwrap();
+            (status, retry_after, body)
+        }
+    });
+    // ...which database B's request finds free.
+    let r = records(&node, &table_b, &owner_b).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+
+    // A's third read is refused after the pool wait, naming A's requests.
+    let (status, retry_after, body) = third.await.unwrap();
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(retry_after.unwrap(), "1");
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("This database has too many requests in progress"),
+        "{body}"
+    );
+    assert!(message.contains("Retry in about 1s"), "{body}");
+    // It never reached PostgreSQL.
+    assert_eq!(waiting_on(&locker, &relation).await, 2);
+
+    locker.batch_execute("ROLLBACK").await.unwrap();
+    for h in held {
+        let r = h.await.unwrap();
+        assert_eq!(r.status, 200, "{:?}", r.body);
+    }
+    // Given back: A is served again.
+    let r = records(&node, &slow, &owner_a).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
 }
