@@ -190,6 +190,19 @@ pub fn sign_encoded(
     )
 }
 
+/// The principal of a request whose signature verified: refused when its
+/// timestamp is further than [`MAX_SKEW_SECS`] from `now_unix`.
+fn decode_fresh(timestamp: &str, principal: &str, now_unix: i64) -> Result<Principal, VerifyError> {
+    let ts: i64 = timestamp.parse().map_err(|_| VerifyError::Malformed)?;
+    if (now_unix - ts).abs() > MAX_SKEW_SECS {
+        return Err(VerifyError::Expired);
+    }
+    let json = URL_SAFE_NO_PAD
+        .decode(principal)
+        .map_err(|_| VerifyError::Malformed)?;
+    serde_json::from_slice(&json).map_err(|_| VerifyError::Malformed)
+}
+
 fn mac(secret: &[u8], timestamp: &str, principal: &str) -> Hmac<Sha256> {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
     mac.update(timestamp.as_bytes());
@@ -282,14 +295,7 @@ impl Principal {
         mac_v2(secret, timestamp, target, body_sha256, principal)
             .verify_slice(&sig)
             .map_err(|_| VerifyError::BadSignature)?;
-        let ts: i64 = timestamp.parse().map_err(|_| VerifyError::Malformed)?;
-        if (now_unix - ts).abs() > MAX_SKEW_SECS {
-            return Err(VerifyError::Expired);
-        }
-        let json = URL_SAFE_NO_PAD
-            .decode(principal)
-            .map_err(|_| VerifyError::Malformed)?;
-        serde_json::from_slice(&json).map_err(|_| VerifyError::Malformed)
+        decode_fresh(timestamp, principal, now_unix)
     }
 
     /// Version 1: binds only the timestamp (see the module comment).
@@ -321,14 +327,7 @@ impl Principal {
         mac(secret, timestamp, principal)
             .verify_slice(&sig)
             .map_err(|_| VerifyError::BadSignature)?;
-        let ts: i64 = timestamp.parse().map_err(|_| VerifyError::Malformed)?;
-        if (now_unix - ts).abs() > MAX_SKEW_SECS {
-            return Err(VerifyError::Expired);
-        }
-        let json = URL_SAFE_NO_PAD
-            .decode(principal)
-            .map_err(|_| VerifyError::Malformed)?;
-        serde_json::from_slice(&json).map_err(|_| VerifyError::Malformed)
+        decode_fresh(timestamp, principal, now_unix)
     }
 }
 

@@ -4,6 +4,14 @@
 
 use super::*;
 
+/// The status of `GET /api/meta/whoami` with `token` from `address`.
+async fn whoami(e: &Env, token: &str, address: &str) -> u16 {
+    get_from(e, "/api/meta/whoami", token, address)
+        .await
+        .status()
+        .as_u16()
+}
+
 /// GET `path` with `token` from the client address `address`.
 async fn get_from(e: &Env, path: &str, token: &str, address: &str) -> reqwest::Response {
     e.http
@@ -24,47 +32,17 @@ async fn wrong_guesses_from_one_address_do_not_lock_the_owner_out_elsewhere() {
     let owner = format!("192.0.{}.{}", n(), n());
     for i in 0..router::attempts::MAX_FAILURES + 2 {
         let wrong = format!("{key_id}.wrong{i}");
-        assert_eq!(
-            get_from(&e, "/api/meta/whoami", &wrong, &attacker)
-                .await
-                .status(),
-            401
-        );
+        assert_eq!(whoami(&e, &wrong, &attacker).await, 401);
     }
     // The guessing address is refused even with the right secret ...
-    assert_eq!(
-        get_from(&e, "/api/meta/whoami", &token, &attacker)
-            .await
-            .status(),
-        401
-    );
+    assert_eq!(whoami(&e, &token, &attacker).await, 401);
     // ... the owner's address is not.
-    assert_eq!(
-        get_from(&e, "/api/meta/whoami", &token, &owner)
-            .await
-            .status(),
-        200
-    );
+    assert_eq!(whoami(&e, &token, &owner).await, 200);
     // Once verified here, the key is checked from memory, from any address.
-    assert_eq!(
-        get_from(&e, "/api/meta/whoami", &token, &attacker)
-            .await
-            .status(),
-        200
-    );
+    assert_eq!(whoami(&e, &token, &attacker).await, 200);
     let wrong = format!("{key_id}.wrong-again");
-    assert_eq!(
-        get_from(&e, "/api/meta/whoami", &wrong, &owner)
-            .await
-            .status(),
-        401
-    );
-    assert_eq!(
-        get_from(&e, "/api/meta/whoami", &token, &owner)
-            .await
-            .status(),
-        200
-    );
+    assert_eq!(whoami(&e, &wrong, &owner).await, 401);
+    assert_eq!(whoami(&e, &token, &owner).await, 200);
 }
 
 #[tokio::test]
