@@ -82,6 +82,109 @@ pub struct Config {
     pub trash: TrashSettings,
     /// Time limits of the node's PostgreSQL sessions and the pool wait.
     pub db_limits: DbLimits,
+    /// Webhook delivery, the match clock and the egress allow list.
+    pub webhooks: WebhookSettings,
+}
+
+/// Part C's delivery timings and the knobs of ARCHITECTURE.md's operator
+/// contract (`WEBHOOK_RETRY_DELAYS`, `WEBHOOK_TIMEOUT`,
+/// `MATCH_CLOCK_INTERVAL`, `EGRESS_ALLOW_CIDRS`), plus the deliverer's
+/// concurrency.
+#[derive(Debug, Clone)]
+pub struct WebhookSettings {
+    /// `WEBHOOK_RETRY_DELAYS`, default `10s,60s,300s`: the wait before each
+    /// retry; attempts = retries + 1.
+    pub retry_delays: Vec<std::time::Duration>,
+    /// `WEBHOOK_TIMEOUT`, default `10s`: one attempt, connect to last byte.
+    pub timeout: std::time::Duration,
+    /// `MATCH_CLOCK_INTERVAL`, default `60s`: the time-driven
+    /// `record_matches` pass.
+    pub match_clock_interval: std::time::Duration,
+    /// `EGRESS_ALLOW_CIDRS`, default empty: private ranges outbound requests
+    /// may reach (and the only ones plain http may reach), as written.
+    pub egress_allow_cidrs: Vec<String>,
+    /// `WEBHOOK_CONCURRENCY`, default 64: attempts in flight on this node.
+    pub concurrency: usize,
+    /// `WEBHOOK_CONCURRENCY_PER_WEBHOOK`, default 4: attempts in flight to
+    /// one webhook, so a slow receiver holds at most this many.
+    pub concurrency_per_webhook: usize,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            retry_delays: [10, 60, 300]
+                .map(std::time::Duration::from_secs)
+                .to_vec(),
+            timeout: std::time::Duration::from_secs(10),
+            match_clock_interval: std::time::Duration::from_secs(60),
+            egress_allow_cidrs: Vec::new(),
+            concurrency: 64,
+            concurrency_per_webhook: 4,
+        }
+    }
+}
+
+impl WebhookSettings {
+    fn from_env() -> anyhow::Result<Self> {
+        let d = Self::default();
+        let one = |name: &str, default| match optional(name) {
+            Some(v) => duration(&v).with_context(|| format!("{name}: {v:?}")),
+            None => Ok(default),
+        };
+        Ok(Self {
+            retry_delays: match optional("WEBHOOK_RETRY_DELAYS") {
+                Some(v) => durations(&v).with_context(|| format!("WEBHOOK_RETRY_DELAYS: {v:?}"))?,
+                None => d.retry_delays,
+            },
+            timeout: one("WEBHOOK_TIMEOUT", d.timeout)?,
+            match_clock_interval: one("MATCH_CLOCK_INTERVAL", d.match_clock_interval)?,
+            egress_allow_cidrs: optional("EGRESS_ALLOW_CIDRS")
+                .map(|v| {
+                    v.split(',')
+                        .map(|c| c.trim().to_owned())
+                        .filter(|c| !c.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            concurrency: match optional("WEBHOOK_CONCURRENCY") {
+                Some(v) => positive("WEBHOOK_CONCURRENCY", &v)?,
+                None => d.concurrency,
+            },
+            concurrency_per_webhook: match optional("WEBHOOK_CONCURRENCY_PER_WEBHOOK") {
+                Some(v) => positive("WEBHOOK_CONCURRENCY_PER_WEBHOOK", &v)?,
+                None => d.concurrency_per_webhook,
+            },
+        })
+    }
+}
+
+/// One duration: a whole number with a unit, `ms`, `s`, `m` or `h`
+/// (`250ms`, `10s`, `5m`); a bare number is seconds.
+pub fn duration(text: &str) -> anyhow::Result<std::time::Duration> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .with_context(|| format!("{t:?} is not a duration like 10s"))?;
+    let ms = match unit {
+        "ms" => n,
+        "" | "s" => n * 1000,
+        "m" => n * 60_000,
+        "h" => n * 3_600_000,
+        other => anyhow::bail!("unknown unit {other:?} in {t:?} (ms, s, m, h)"),
+    };
+    Ok(std::time::Duration::from_millis(ms))
+}
+
+/// A comma list of [`duration`]s (`10s,60s,300s`); empty means none.
+pub fn durations(text: &str) -> anyhow::Result<Vec<std::time::Duration>> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(duration)
+        .collect()
 }
 
 /// Time limits of the node's PostgreSQL sessions, each set once per session
@@ -241,6 +344,7 @@ impl Config {
                 retention: secs("SHARD_TRASH_RETENTION_SECS", TRASH_RETENTION)?,
             },
             db_limits: DbLimits::from_env()?,
+            webhooks: WebhookSettings::from_env()?,
         })
     }
 }
@@ -258,7 +362,24 @@ pub const MAX_BUTTON_URL_CHARS: usize = 2000;
 
 #[cfg(test)]
 mod tests {
-    use super::{pool_size_for, sessions_per_database_for, DbLimits};
+    use std::time::Duration;
+
+    use super::{duration, durations, pool_size_for, sessions_per_database_for, DbLimits};
+
+    #[test]
+    fn durations_take_a_unit_and_default_to_seconds() {
+        assert_eq!(duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(duration("10").unwrap(), Duration::from_secs(10));
+        assert_eq!(duration(" 5m ").unwrap(), Duration::from_secs(300));
+        assert_eq!(duration("1h").unwrap(), Duration::from_secs(3600));
+        assert!(duration("10x").is_err());
+        assert!(duration("s").is_err());
+        assert_eq!(
+            durations("10s,60s,300s").unwrap(),
+            [10, 60, 300].map(Duration::from_secs).to_vec()
+        );
+        assert!(durations("").unwrap().is_empty());
+    }
 
     #[test]
     fn pool_is_one_connection_per_cpu_and_one_more_at_least_three() {

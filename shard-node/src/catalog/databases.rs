@@ -193,6 +193,21 @@ pub async fn touch_structure(
     Ok(())
 }
 
+/// Bumps `schema_version` alone, after a change of the webhook rules the
+/// write path reads from the cached schema model (migration 0003). Takes no
+/// lock that record writes' `FOR KEY SHARE` waits for.
+pub async fn bump_schema_version(
+    c: &impl GenericClient,
+    id: &str,
+) -> Result<(), tokio_postgres::Error> {
+    c.execute(
+        "UPDATE databases SET schema_version = schema_version + 1 WHERE id = $1",
+        &[&id],
+    )
+    .await?;
+    Ok(())
+}
+
 /// The database's `schema_version`; `None` when not held here.
 pub async fn schema_version(
     c: &impl GenericClient,

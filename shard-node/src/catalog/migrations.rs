@@ -15,6 +15,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0002_fields",
         include_str!("../../migrations/0002_fields.sql"),
     ),
+    (
+        "0003_webhooks",
+        include_str!("../../migrations/0003_webhooks.sql"),
+    ),
 ];
 
 /// Advisory lock key of the migration run ("shardmig" in ASCII).

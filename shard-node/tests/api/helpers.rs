@@ -162,6 +162,7 @@ pub async fn spawn_app_with(url: String, pool_size: usize, db_limits: DbLimits) 
         pool_size,
         trash: Default::default(),
         db_limits,
+        webhooks: Default::default(),
     };
     tokio::spawn(async move {
         if let Err(e) = shard_node::run_until(config, listener, std::future::pending()).await {
