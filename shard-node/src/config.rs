@@ -113,9 +113,7 @@ pub struct WebhookSettings {
 impl Default for WebhookSettings {
     fn default() -> Self {
         Self {
-            retry_delays: [10, 60, 300]
-                .map(std::time::Duration::from_secs)
-                .to_vec(),
+            retry_delays: [10, 60, 300].map(std::time::Duration::from_secs).to_vec(),
             timeout: std::time::Duration::from_secs(10),
             match_clock_interval: std::time::Duration::from_secs(60),
             egress_allow_cidrs: Vec::new(),

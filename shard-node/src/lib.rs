@@ -23,6 +23,7 @@ pub mod cancel;
 pub mod catalog;
 pub mod config;
 pub mod databases;
+pub mod egress;
 pub mod error;
 pub mod fair_share;
 pub mod fields;
@@ -35,6 +36,7 @@ pub mod tables;
 pub mod tenant_schema;
 pub mod trash;
 pub mod views;
+pub mod webhooks;
 
 use std::future::Future;
 
@@ -63,7 +65,7 @@ pub async fn run_until(
     )?;
     migrate(&db).await?;
     let _purger = trash::purger::spawn(db.clone(), config.trash);
-    let state = AppState::new(&config, db);
+    let state = AppState::new(&config, db)?;
     let app = http::router(state).layer(axum::middleware::from_fn(abandon_scope));
     tracing::info!(
         shard = %config.shard_name,

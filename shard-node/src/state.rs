@@ -23,16 +23,23 @@ pub struct AppState {
     pub schemas: Arc<crate::schema::cache::SchemaCache>,
     pub secret: Arc<Secret>,
     pub shard_name: Arc<str>,
+    /// The guard and clients of every outbound request (`EGRESS_ALLOW_CIDRS`).
+    pub egress: crate::egress::Egress,
+    /// Webhook delivery timings and the match clock.
+    pub webhooks: Arc<crate::config::WebhookSettings>,
 }
 
 impl AppState {
-    pub fn new(config: &Config, db: Db) -> Self {
-        Self {
+    /// Fails only on a setting that does not parse (`EGRESS_ALLOW_CIDRS`).
+    pub fn new(config: &Config, db: Db) -> anyhow::Result<Self> {
+        Ok(Self {
             db,
             schemas: Arc::new(crate::schema::cache::SchemaCache::new()),
             secret: Arc::new(config.cluster_secret.clone()),
             shard_name: Arc::from(config.shard_name.as_str()),
-        }
+            egress: crate::egress::Egress::new(&config.webhooks.egress_allow_cidrs)?,
+            webhooks: Arc::new(config.webhooks.clone()),
+        })
     }
 }
 

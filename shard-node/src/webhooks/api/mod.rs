@@ -1,0 +1,13 @@
+//! The webhook routes of part B, one module per verb.
+//!
+//! Configuration: [`create`], [`list`], [`get`], [`update`], [`delete`],
+//! [`secret`]. Deliveries: [`test`], [`deliveries`] (list and replay).
+
+pub mod create;
+pub mod delete;
+pub mod deliveries;
+pub mod get;
+pub mod list;
+pub mod secret;
+pub mod test;
+pub mod update;

@@ -1,0 +1,26 @@
+//! Webhooks and events (part B "Webhooks" and "Buttons", part C "Events").
+//!
+//! * [`api`]: the nine routes of part B's table, one file per verb.
+//! * [`validate`]: save-time checks of a webhook body.
+//! * [`rules`]: the webhooks a record write consults, carried by the cached
+//!   schema model (a rule change bumps `schema_version`).
+//! * [`payload`]: the JSON body of each event kind.
+//! * [`matching`]: `record_matches` memory and transitions.
+//! * [`clock`]: the time-driven `record_matches` pass.
+//! * [`sign`]: the HMAC-SHA256 signature and the four headers.
+//! * [`send`]: one attempt over the egress guard, bounded reply read.
+//! * [`deliverer`]: claims due outbox rows with a lease and sends them;
+//!   retries, auto-pause, pruning.
+//!
+//! Record writes hand their events over in `records::events`, inside the
+//! write's transaction (the outbox).
+
+pub mod api;
+pub mod clock;
+pub mod deliverer;
+pub mod matching;
+pub mod payload;
+pub mod rules;
+pub mod send;
+pub mod sign;
+pub mod validate;
