@@ -79,6 +79,7 @@ pub enum DbOp {
     ListRecords,
     GetRecord,
     PressButton,
+    MatchClock,
 }
 
 impl DbOp {
@@ -117,6 +118,7 @@ impl DbOp {
             DbOp::ListRecords => "list_records",
             DbOp::GetRecord => "get_record",
             DbOp::PressButton => "press_button",
+            DbOp::MatchClock => "match_clock",
         }
     }
 }

@@ -220,21 +220,22 @@ pub async fn schema_version(
     row.map(|r| r.try_get(0)).transpose()
 }
 
-/// `schema_version` under `FOR KEY SHARE`: a record write holds it to its
-/// commit, so structural work (which locks the row `FOR UPDATE`) waits for
-/// in-flight writes and a write never runs against a half-changed schema.
-/// Writes do not block each other.
+/// `schema_version` (and the name, which webhook payloads carry) under
+/// `FOR KEY SHARE`: a record write holds it to its commit, so structural
+/// work (which locks the row `FOR UPDATE`) waits for in-flight writes and a
+/// write never runs against a half-changed schema. Writes do not block
+/// each other.
 pub async fn schema_version_key_share(
     c: &impl GenericClient,
     id: &str,
-) -> Result<Option<i64>, tokio_postgres::Error> {
+) -> Result<Option<(i64, String)>, tokio_postgres::Error> {
     let row = c
         .query_opt(
-            "SELECT schema_version FROM databases WHERE id = $1 FOR KEY SHARE",
+            "SELECT schema_version, name FROM databases WHERE id = $1 FOR KEY SHARE",
             &[&id],
         )
         .await?;
-    row.map(|r| r.try_get(0)).transpose()
+    row.map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).transpose()
 }
 
 /// `schema_version` and `timezone`; `None` when not held here.

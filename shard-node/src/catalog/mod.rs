@@ -5,5 +5,6 @@
 pub mod databases;
 pub mod fields;
 pub mod migrations;
+pub mod outbox;
 pub mod tables;
 pub mod views;

@@ -8,7 +8,7 @@ use axum::Json;
 use cluster_protocol::ids::{self, Kind};
 use serde_json::{Map, Value};
 
-use super::events::RecordEvent;
+use super::events::{Outbox, RecordEvent, Written};
 use super::reply::Shape;
 use super::{batch, write};
 use crate::auth::Editor;
@@ -56,9 +56,12 @@ pub async fn create(
                 let id = ids::new_tagged(Kind::Record, &ctx.record_table.tag);
                 rows.push((id, write::prepare_item(ctx, item, i)?));
             }
+            let outbox = Outbox::open(ctx, items.len());
             write::insert(tx, ctx, user_id, &rows).await?;
             let ids: Vec<String> = rows.into_iter().map(|(id, _)| id).collect();
-            write::emit(tx, ctx, RecordEvent::Created, &ids, items.len()).await?;
+            outbox
+                .written(tx, &[Written::new(RecordEvent::Created, &ids)])
+                .await?;
             write::reply(tx, ctx, &ids, shape).await
         },
     )

@@ -9,12 +9,12 @@ use axum::Json;
 use cluster_protocol::control::Role;
 use serde_json::{json, Value};
 
-use super::table::RecordTable;
-use super::{batch, check_batch_len, check_live, events, record_ids, store};
+use super::events::{Outbox, RecordEvent, Written};
+use super::{batch, check_batch_len, check_live, record_ids, store, write};
 use crate::auth::{Access, Editor};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{parse_object, RawBody};
-use crate::state::{AppState, Db, DbOp};
+use crate::state::{AppState, DbOp};
 
 /// 403 message for an editor acting on someone else's record in the trash
 /// operations (part C lists no wording for it).
@@ -48,7 +48,7 @@ pub async fn handler(
             record_ids(batch(&body, "records")?, "records")?
         }
     };
-    trash(&state.db, &access, &id, &ids).await?;
+    trash(&state, &access, &id, &ids).await?;
     Ok(Json(deleted_reply(&ids)))
 }
 
@@ -75,17 +75,33 @@ pub fn check_own(access: &Access, states: &[(String, Option<String>, bool)]) -> 
     Ok(())
 }
 
-pub async fn trash(db: &Db, access: &Access, table_id: &str, ids: &[String]) -> ApiResult<()> {
-    db.in_transaction(&access.database_id, DbOp::TrashRecords, async |tx| {
-        let table = RecordTable::load(tx, &access.database_id, table_id).await?;
-        let states = store::states(tx, &table, ids, true).await?;
-        check_live(ids, &states, |id| {
-            format!("Record {id} is already in the trash.")
-        })?;
-        check_own(access, &states)?;
-        store::trash(tx, &table, ids).await?;
-        events::record_events(tx, &table, events::RecordEvent::Deleted, ids, ids.len()).await?;
-        Ok(())
-    })
+/// Moves `ids` to the trash; `record.deleted` fires (the record as it
+/// stood in `before`).
+pub async fn trash(
+    state: &AppState,
+    access: &Access,
+    table_id: &str,
+    ids: &[String],
+) -> ApiResult<()> {
+    let database_id = access.database_id.as_str();
+    write::in_transaction(
+        state,
+        DbOp::TrashRecords,
+        database_id,
+        table_id,
+        async |tx, ctx| {
+            let table = &ctx.record_table;
+            let states = store::states(tx, table, ids, true).await?;
+            check_live(ids, &states, |id| {
+                format!("Record {id} is already in the trash.")
+            })?;
+            check_own(access, &states)?;
+            let outbox = Outbox::open(ctx, ids.len());
+            store::trash(tx, table, ids).await?;
+            outbox
+                .written(tx, &[Written::new(RecordEvent::Deleted, ids)])
+                .await
+        },
+    )
     .await
 }

@@ -7,10 +7,10 @@
 //!   URL-encoded text of that cell as the record reads now (lists joined
 //!   with `, `, link cells by display text, unset cells empty). A
 //!   placeholder naming no field is left as written.
-//! * A `webhook` button is refused with a 400 until webhook delivery
-//!   exists (the spec's reply `{action:'webhook', delivered:true}` would
-//!   claim a delivery that never happens). `events::button_pressed` is the
-//!   place the webhooks issue will call from here.
+//! * A `webhook` button enqueues one `button.pressed` delivery for its
+//!   webhook (`events::button_pressed`, in a transaction of its own) and
+//!   replies `{action:'webhook', delivered:true, webhook_id}`; 404 when the
+//!   webhook is gone.
 //!
 //! The button's `condition` is not evaluated here (the spec gives it no
 //! server-side meaning on press).
@@ -22,9 +22,9 @@ use serde_json::{json, Map, Value};
 use super::cells::read;
 use super::cells::write::resolve;
 use super::reply::{self, Shape};
-use super::store;
 use super::table::RecordTable;
-use crate::auth::Editor;
+use super::{events, store, write};
+use crate::auth::{Access, Editor};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::schema::{Family, TableSchema};
@@ -56,12 +56,9 @@ pub async fn handler(
             }
             let action = button.option_str("action").unwrap_or("link");
             if action == "webhook" {
-                // Nothing would deliver the event yet: refuse rather than
-                // reply as if it had been delivered.
-                live(&*client, &rt, &rid).await?;
-                return Err(ApiError::bad_request(
-                    "Webhook buttons can't be pressed yet: webhook delivery is not available.",
-                ));
+                let field_id = button.id.clone();
+                drop(client);
+                return press_webhook(&state, &access, &id, &rid, &field_id).await;
             }
             let template = button.option_str("url_template").unwrap_or_default();
             let (ids, _) = placeholders(table, template);
@@ -90,17 +87,32 @@ pub async fn handler(
     Ok(Json(reply))
 }
 
-/// 404 unless `rid` is a live record of the table.
-async fn live(
-    c: &impl deadpool_postgres::GenericClient,
-    rt: &RecordTable,
-    rid: &str,
-) -> ApiResult<()> {
-    let states = store::states(c, rt, &[rid.to_owned()], false).await?;
-    match states.first() {
-        Some((_, _, false)) => Ok(()),
-        _ => Err(ApiError::NotFound),
-    }
+/// A webhook button's press: one `button.pressed` delivery, enqueued in
+/// its own transaction; the record is not changed.
+async fn press_webhook(
+    state: &AppState,
+    access: &Access,
+    table_id: &str,
+    record_id: &str,
+    field_id: &str,
+) -> ApiResult<Value> {
+    write::in_transaction(
+        state,
+        DbOp::PressButton,
+        &access.database_id,
+        table_id,
+        async |tx, ctx| {
+            let button = ctx.table()?.field(field_id).ok_or(ApiError::NotFound)?;
+            let webhook_id = button
+                .option_str("webhook_id")
+                .filter(|w| !w.is_empty())
+                .ok_or(ApiError::NotFound)?;
+            events::button_pressed(tx, ctx, button, record_id, webhook_id, access.user_id())
+                .await?;
+            Ok(json!({"action": "webhook", "delivered": true, "webhook_id": webhook_id}))
+        },
+    )
+    .await
 }
 
 /// The field a placeholder's inner text names: an id first, then the exact

@@ -572,3 +572,67 @@ pub async fn match_keys(
         .collect::<Result<_, tokio_postgres::Error>>()
         .map_err(Into::into)
 }
+
+/// [`by_ids`] in one round trip (typed, unprepared: the text changes with
+/// the table, the fields and the conditions), with one boolean column per
+/// `conditions` expression after the cells: `values` bind the read
+/// expressions (`$1`...), the ids come next, then `condition_values`
+/// (compile the conditions with `Params::new(values.len() + 2)`).
+/// Returns each record with the outcome of every condition.
+pub async fn by_ids_checked(
+    c: &tokio_postgres::Transaction<'_>,
+    t: &RecordTable,
+    read_exprs: &[String],
+    values: &[SqlValue],
+    ids: &[String],
+    conditions: &[String],
+    condition_values: &[SqlValue],
+) -> Result<Vec<(StoredRecord, Vec<bool>)>, tokio_postgres::Error> {
+    let ids = storable(ids).into_owned();
+    let n = values.len() + 1;
+    let mut select = select_list(read_exprs);
+    for cond in conditions {
+        select.push_str(&format!(", ({cond})"));
+    }
+    let sql = format!(
+        "SELECT {select} FROM {} AS r WHERE r.id = ANY(${n}::text[])",
+        t.qualified
+    );
+    let mut bound = bind(values);
+    bound.push((Box::new(ids), Type::TEXT_ARRAY));
+    bound.extend(bind(condition_values));
+    let typed: Vec<(&(dyn ToSql + Sync), Type)> = bound
+        .iter()
+        .map(|(b, ty)| (b.as_ref() as &(dyn ToSql + Sync), ty.clone()))
+        .collect();
+    let rows = c.query_typed(&sql, &typed).await?;
+    rows.iter()
+        .map(|row| {
+            let rec = from_row(row, read_exprs.len())?;
+            let at = BASE_COUNT + read_exprs.len();
+            let outcomes = (0..conditions.len())
+                .map(|k| row.try_get::<_, bool>(at + k))
+                .collect::<Result<_, _>>()?;
+            Ok((rec, outcomes))
+        })
+        .collect()
+}
+
+/// Ids of the live records of the real table `qualified` satisfying
+/// `condition` (boolean SQL over `r`, its values numbered from `$1`).
+pub async fn live_matching(
+    c: &tokio_postgres::Transaction<'_>,
+    qualified: &str,
+    condition: &str,
+    values: &[SqlValue],
+) -> Result<Vec<String>, tokio_postgres::Error> {
+    let sql =
+        format!("SELECT r.id FROM {qualified} AS r WHERE r.deleted_at IS NULL AND ({condition})");
+    let bound = bind(values);
+    let typed: Vec<(&(dyn ToSql + Sync), Type)> = bound
+        .iter()
+        .map(|(b, ty)| (b.as_ref() as &(dyn ToSql + Sync), ty.clone()))
+        .collect();
+    let rows = c.query_typed(&sql, &typed).await?;
+    rows.iter().map(|r| r.try_get(0)).collect()
+}

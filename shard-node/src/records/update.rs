@@ -9,7 +9,7 @@ use axum::extract::{Path, Query, State};
 use axum::Json;
 use serde_json::{Map, Value};
 
-use super::events::RecordEvent;
+use super::events::{self, Outbox, RecordEvent, Written};
 use super::reply::Shape;
 use super::{batch, check_live, store, write};
 use crate::auth::Editor;
@@ -128,8 +128,19 @@ pub async fn update(
             for (i, item) in items.iter().enumerate() {
                 rows.push((item.id.clone(), write::prepare_cells(ctx, item.cells, i)?));
             }
+            let supplied: Vec<Vec<String>> = rows
+                .iter()
+                .map(|(_, p)| events::supplied_fields(ctx, p))
+                .collect();
+            let mut outbox = Outbox::open(ctx, ids.len());
+            outbox.read_before(tx, &ids).await?;
             write::update(tx, ctx, &rows).await?;
-            write::emit(tx, ctx, RecordEvent::Updated, &ids, ids.len()).await?;
+            let updated = Written {
+                event: RecordEvent::Updated,
+                ids: &ids,
+                supplied: &supplied,
+            };
+            outbox.written(tx, &[updated]).await?;
             write::reply(tx, ctx, &ids, shape).await
         },
     )

@@ -23,7 +23,7 @@ use deadpool_postgres::Transaction;
 use serde_json::{json, Map, Value};
 
 use super::cells::write::{resolve, Prepared};
-use super::events::RecordEvent;
+use super::events::{self, Outbox, RecordEvent, Written};
 use super::reply::{self, Shape};
 use super::write::{self, Ctx};
 use super::{batch, store};
@@ -272,6 +272,13 @@ async fn upsert_in(
             }
         }
     }
+    let supplied: Vec<Vec<String>> = updates
+        .iter()
+        .map(|(_, p)| events::supplied_fields(ctx, p))
+        .collect();
+    let mut outbox = Outbox::open(ctx, items.len());
+    let updated_ids: Vec<String> = updates.iter().map(|(id, _)| id.clone()).collect();
+    outbox.read_before(tx, &updated_ids).await?;
     if !creates.is_empty() {
         write::insert(tx, ctx, user_id, &creates).await?;
     }
@@ -279,9 +286,15 @@ async fn upsert_in(
         write::update(tx, ctx, &updates).await?;
     }
     let created_ids: Vec<String> = creates.into_iter().map(|(id, _)| id).collect();
-    let updated_ids: Vec<String> = updates.into_iter().map(|(id, _)| id).collect();
-    write::emit(tx, ctx, RecordEvent::Created, &created_ids, items.len()).await?;
-    write::emit(tx, ctx, RecordEvent::Updated, &updated_ids, items.len()).await?;
+    let written = [
+        Written::new(RecordEvent::Created, &created_ids),
+        Written {
+            event: RecordEvent::Updated,
+            ids: &updated_ids,
+            supplied: &supplied,
+        },
+    ];
+    outbox.written(tx, &written).await?;
 
     let fields = ctx.read_fields()?;
     let all: Vec<String> = order.iter().map(|(id, _)| id.clone()).collect();

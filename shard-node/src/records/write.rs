@@ -1,7 +1,8 @@
 //! The write path shared by create, update and upsert: one transaction
 //! with the table's [`Ctx`] ([`in_transaction`]), convert cells, write
-//! columns and links, bump the other end of link writes, hand the events
-//! to webhooks, read the records back inside the transaction.
+//! columns and links, bump the other end of link writes, read the records
+//! back inside the transaction. Each path hands its events to webhooks
+//! (`events::Outbox`) in the same transaction.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,7 +13,6 @@ use serde_json::{Map, Value};
 use super::cells::read;
 use super::cells::write::{prepare, Prepared};
 use super::cells::ReadSet;
-use super::events::{self, RecordEvent};
 use super::reply::{self, Shape};
 use super::store;
 use super::table::RecordTable;
@@ -45,6 +45,8 @@ pub async fn in_transaction<T>(
 pub struct Ctx {
     pub record_table: RecordTable,
     pub schema: Arc<DatabaseSchema>,
+    /// The database's name (webhook payloads carry it).
+    pub database_name: String,
     pub env: filter_lang::Env,
 }
 
@@ -57,7 +59,7 @@ impl Ctx {
         database_id: &str,
         table_id: &str,
     ) -> ApiResult<Ctx> {
-        let schema = cache.get_for_write(c, database_id).await?;
+        let (schema, database_name) = cache.get_for_write(c, database_id).await?;
         let record_table = RecordTable::from_schema(&schema, table_id)?;
         let env = filter_lang::Env::new(&record_table.timezone, chrono::Utc::now())
             .or_else(|_| filter_lang::Env::new("UTC", chrono::Utc::now()))
@@ -65,6 +67,7 @@ impl Ctx {
         Ok(Ctx {
             record_table,
             schema,
+            database_name,
             env,
         })
     }
@@ -257,19 +260,6 @@ pub async fn read_back(
             reply::record_json(r, &read.fields, shape, &extras)
         })
         .collect())
-}
-
-/// Hands the write's `event` for `ids` to webhooks, inside the write's
-/// transaction (see [`events`]); `batch_len` is how many records the
-/// request wrote.
-pub async fn emit(
-    tx: &impl GenericClient,
-    ctx: &Ctx,
-    event: RecordEvent,
-    ids: &[String],
-    batch_len: usize,
-) -> ApiResult<()> {
-    events::record_events(tx, &ctx.record_table, event, ids, batch_len).await
 }
 
 /// The reply of a create or update: `ids` read back inside the write's

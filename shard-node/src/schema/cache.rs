@@ -1,7 +1,7 @@
 //! Per-database cache of the schema model, keyed by `schema_version`.
 //!
 //! A read checks the version (one primary-key lookup, or the one its
-//! authorization already made) and reuses the loaded model when it matches; otherwise it reloads tables and fields in one
+//! authorization already made) and reuses the loaded model when it matches; otherwise it reloads tables, fields and webhooks in one
 //! REPEATABLE READ snapshot, so a model is never a mix of two versions.
 
 use std::collections::HashMap;
@@ -78,23 +78,24 @@ impl SchemaCache {
         Ok(schema)
     }
 
-    /// The model inside a record write's transaction: the database row is
-    /// key-share locked until commit, so the schema cannot change under the
-    /// write (structural work locks it `FOR UPDATE`).
+    /// The model inside a record write's transaction, and the database's
+    /// name: the database row is key-share locked until commit, so the
+    /// schema cannot change under the write (structural work locks it
+    /// `FOR UPDATE`).
     pub async fn get_for_write(
         &self,
         c: &impl GenericClient,
         database_id: &str,
-    ) -> ApiResult<Arc<DatabaseSchema>> {
-        let version = catalog::databases::schema_version_key_share(c, database_id)
+    ) -> ApiResult<(Arc<DatabaseSchema>, String)> {
+        let (version, name) = catalog::databases::schema_version_key_share(c, database_id)
             .await?
             .ok_or(ApiError::NotFound)?;
         if let Some(s) = self.cached(database_id, version) {
-            return Ok(s);
+            return Ok((s, name));
         }
         let schema = Arc::new(load(c, database_id).await?);
         self.store(schema.clone());
-        Ok(schema)
+        Ok((schema, name))
     }
 
     /// The model inside a structural transaction (the database row is
@@ -116,7 +117,7 @@ impl SchemaCache {
     }
 }
 
-/// Loads the model from the catalog.
+/// Loads the model from the catalog: tables, fields and webhooks.
 pub async fn load(c: &impl GenericClient, database_id: &str) -> ApiResult<DatabaseSchema> {
     let (version, timezone) = catalog::databases::schema_version_and_timezone(c, database_id)
         .await?
@@ -136,10 +137,9 @@ pub async fn load(c: &impl GenericClient, database_id: &str) -> ApiResult<Databa
             updated_at: t.updated_at,
         })
         .collect();
-    Ok(DatabaseSchema::new(
-        database_id.to_owned(),
-        version,
-        timezone,
-        tables,
-    ))
+    let webhooks = catalog::outbox::rules(c, database_id).await?;
+    Ok(
+        DatabaseSchema::new(database_id.to_owned(), version, timezone, tables)
+            .with_webhooks(webhooks),
+    )
 }

@@ -22,6 +22,8 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 pub use costume::{Costume, Family, StorageKind};
+
+use crate::webhooks::rules::Rule;
 use filters::FilterSchemas;
 
 /// How many levels of lookup `conditions` naming lookups with conditions
@@ -180,6 +182,9 @@ pub struct DatabaseSchema {
     pub timezone: String,
     /// In `position`, `created_at` order.
     pub tables: Vec<TableSchema>,
+    /// The database's webhooks, as record writes consult them
+    /// (`webhooks::rules`); a change of one bumps the version.
+    pub webhooks: Vec<Rule>,
     by_id: HashMap<String, usize>,
     filter_schemas: FilterSchemas,
 }
@@ -201,9 +206,27 @@ impl DatabaseSchema {
             version,
             timezone,
             tables,
+            webhooks: Vec::new(),
             by_id,
             filter_schemas: FilterSchemas::default(),
         }
+    }
+
+    /// The model with the database's webhooks.
+    pub fn with_webhooks(mut self, webhooks: Vec<Rule>) -> Self {
+        self.webhooks = webhooks;
+        self
+    }
+
+    /// The webhooks about records of `table_id` (its own and the whole
+    /// database's), whatever their state.
+    pub fn rules_for<'a>(&'a self, table_id: &'a str) -> impl Iterator<Item = &'a Rule> + 'a {
+        self.webhooks.iter().filter(move |r| r.covers(table_id))
+    }
+
+    /// A webhook of the database by id.
+    pub fn webhook(&self, id: &str) -> Option<&Rule> {
+        self.webhooks.iter().find(|r| r.id == id)
     }
 
     pub fn table(&self, id: &str) -> Option<&TableSchema> {

@@ -33,20 +33,18 @@ pub fn ids(body: &Map<String, Value>) -> ApiResult<Vec<String>> {
     record_ids(items, "ids")
 }
 
-/// The step restore and purge by ids share: load the table (404), then
-/// 400 unless every id is in its trash, 403 when an editor names a record
-/// it did not create.
+/// The step restore and purge by ids share (the table is already loaded,
+/// 404 when missing): 400 unless every id is in its trash, 403 when an
+/// editor names a record it did not create.
 pub async fn trashed_batch(
     tx: &impl GenericClient,
     access: &Access,
-    table_id: &str,
+    table: &RecordTable,
     ids: &[String],
-) -> ApiResult<RecordTable> {
-    let table = RecordTable::load(tx, &access.database_id, table_id).await?;
-    let states = store::states(tx, &table, ids, true).await?;
+) -> ApiResult<()> {
+    let states = store::states(tx, table, ids, true).await?;
     all_in_trash(ids, &states)?;
-    check_own(access, &states)?;
-    Ok(table)
+    check_own(access, &states)
 }
 
 /// 400 unless every id is a trashed record of the table.

@@ -12,9 +12,8 @@ use crate::auth::{Access, Editor};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::records::delete::deleted_reply;
-use crate::records::store;
-use crate::records::table::RecordTable;
-use crate::state::{AppState, Db, DbOp};
+use crate::records::{events, store, write};
+use crate::state::{AppState, DbOp};
 
 pub async fn handler(
     Editor(access): Editor,
@@ -24,7 +23,7 @@ pub async fn handler(
 ) -> ApiResult<Json<Value>> {
     match body.get("all") {
         Some(Value::Bool(true)) if !body.contains_key("ids") => {
-            let n = purge_all(&state.db, &access, &id).await?;
+            let n = purge_all(&state, &access, &id).await?;
             return Ok(Json(json!({ "deleted": n })));
         }
         Some(Value::Bool(true)) => {
@@ -34,25 +33,46 @@ pub async fn handler(
         Some(_) => return Err(ApiError::bad_request("all must be true.")),
     }
     let ids = super::ids(&body)?;
-    purge(&state.db, &access, &id, &ids).await?;
+    purge(&state, &access, &id, &ids).await?;
     Ok(Json(deleted_reply(&ids)))
 }
 
-pub async fn purge(db: &Db, access: &Access, table_id: &str, ids: &[String]) -> ApiResult<()> {
-    db.in_transaction(&access.database_id, DbOp::PurgeRecords, async |tx| {
-        let table = super::trashed_batch(tx, access, table_id, ids).await?;
-        store::purge(tx, &table, ids).await?;
-        Ok(())
-    })
+/// Removes `ids` from the trash for good; they leave the match memory
+/// (no event fires).
+pub async fn purge(
+    state: &AppState,
+    access: &Access,
+    table_id: &str,
+    ids: &[String],
+) -> ApiResult<()> {
+    let database_id = access.database_id.as_str();
+    write::in_transaction(
+        state,
+        DbOp::PurgeRecords,
+        database_id,
+        table_id,
+        async |tx, ctx| {
+            super::trashed_batch(tx, access, &ctx.record_table, ids).await?;
+            store::purge(tx, &ctx.record_table, ids).await?;
+            events::purged(tx, ctx, Some(ids)).await
+        },
+    )
     .await
 }
 
-pub async fn purge_all(db: &Db, access: &Access, table_id: &str) -> ApiResult<u64> {
-    db.in_transaction(&access.database_id, DbOp::PurgeRecords, async |tx| {
-        let table = RecordTable::load(tx, &access.database_id, table_id).await?;
-        let only = (access.principal.role != Some(Role::Owner)).then(|| access.user_id());
-        let n = store::purge_all(tx, &table, only).await?;
-        Ok(n)
-    })
+pub async fn purge_all(state: &AppState, access: &Access, table_id: &str) -> ApiResult<u64> {
+    let database_id = access.database_id.as_str();
+    write::in_transaction(
+        state,
+        DbOp::PurgeRecords,
+        database_id,
+        table_id,
+        async |tx, ctx| {
+            let only = (access.principal.role != Some(Role::Owner)).then(|| access.user_id());
+            let n = store::purge_all(tx, &ctx.record_table, only).await?;
+            events::purged(tx, ctx, None).await?;
+            Ok(n)
+        },
+    )
     .await
 }

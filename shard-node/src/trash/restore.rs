@@ -8,10 +8,10 @@ use serde_json::{Map, Value};
 use crate::auth::{Access, Editor};
 use crate::error::ApiResult;
 use crate::http::body::JsonObject;
-use crate::records::events::{self, RecordEvent};
+use crate::records::events::{Outbox, RecordEvent, Written};
 use crate::records::reply::{self, Shape};
-use crate::records::{cells, store};
-use crate::state::{AppState, Db, DbOp};
+use crate::records::{cells, store, write};
+use crate::state::{AppState, DbOp};
 
 pub async fn handler(
     Editor(access): Editor,
@@ -20,35 +20,43 @@ pub async fn handler(
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<Map<String, Value>>> {
     let ids = super::ids(&body)?;
-    Ok(Json(restore(&state.db, &access, &id, &ids).await?))
+    Ok(Json(restore(&state, &access, &id, &ids).await?))
 }
 
 pub async fn restore(
-    db: &Db,
+    state: &AppState,
     access: &Access,
     table_id: &str,
     ids: &[String],
 ) -> ApiResult<Map<String, Value>> {
-    db.in_transaction(&access.database_id, DbOp::RestoreRecords, async |tx| {
-        let table = super::trashed_batch(tx, access, table_id, ids).await?;
-        let schema = crate::schema::cache::load(tx, &access.database_id).await?;
-        let table_schema = schema
-            .table(table_id)
-            .ok_or(crate::error::ApiError::NotFound)?;
-        store::restore(tx, &table, ids)
-            .await
-            .map_err(|e| cells::unique_violation(e.into(), table_schema))?;
-        events::record_events(tx, &table, RecordEvent::Created, ids, ids.len()).await?;
-        let read = cells::read_fields(tx, &table, None).await?;
-        let rows = store::by_ids(tx, &table, &read.exprs(), &read.values, ids).await?;
-        let shape = Shape::default();
-        let records = rows
-            .into_iter()
-            .map(|r| reply::record_json(r, &read.fields, shape, &[]))
-            .collect();
-        let mut out = Map::new();
-        out.insert("records".into(), Value::Array(records));
-        Ok(out)
-    })
+    let database_id = access.database_id.as_str();
+    write::in_transaction(
+        state,
+        DbOp::RestoreRecords,
+        database_id,
+        table_id,
+        async |tx, ctx| {
+            let table = &ctx.record_table;
+            super::trashed_batch(tx, access, table, ids).await?;
+            let outbox = Outbox::open(ctx, ids.len());
+            let table_schema = ctx.table()?;
+            store::restore(tx, table, ids)
+                .await
+                .map_err(|e| cells::unique_violation(e.into(), table_schema))?;
+            outbox
+                .written(tx, &[Written::new(RecordEvent::Created, ids)])
+                .await?;
+            let read = ctx.read_fields()?;
+            let rows = store::by_ids(tx, table, &read.exprs(), &read.values, ids).await?;
+            let shape = Shape::default();
+            let records = rows
+                .into_iter()
+                .map(|r| reply::record_json(r, &read.fields, shape, &[]))
+                .collect();
+            let mut out = Map::new();
+            out.insert("records".into(), Value::Array(records));
+            Ok(out)
+        },
+    )
     .await
 }
