@@ -150,6 +150,16 @@ pub async fn spawn_app_on(url: String) -> TestApp {
 
 /// A node with its own pool size and time limits.
 pub async fn spawn_app_with(url: String, pool_size: usize, db_limits: DbLimits) -> TestApp {
+    spawn_app_settings(url, pool_size, db_limits, Default::default()).await
+}
+
+/// A node with its own pool size, time limits and webhook settings.
+pub async fn spawn_app_settings(
+    url: String,
+    pool_size: usize,
+    db_limits: DbLimits,
+    webhooks: shard_node::config::WebhookSettings,
+) -> TestApp {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let config = Config {
@@ -162,7 +172,7 @@ pub async fn spawn_app_with(url: String, pool_size: usize, db_limits: DbLimits) 
         pool_size,
         trash: Default::default(),
         db_limits,
-        webhooks: Default::default(),
+        webhooks,
     };
     tokio::spawn(async move {
         if let Err(e) = shard_node::run_until(config, listener, std::future::pending()).await {

@@ -4,6 +4,7 @@ mod auth;
 mod databases;
 mod fields;
 mod helpers;
+mod outbox;
 mod records;
 mod tables;
 mod time_limits;
