@@ -8,3 +8,4 @@ pub mod migrations;
 pub mod outbox;
 pub mod tables;
 pub mod views;
+pub mod webhooks;

@@ -218,10 +218,12 @@ impl Announce<'_> {
     }
 }
 
-/// Runs [`pass`] every `interval` until the task is dropped.
+/// Runs [`pass`] every `interval`, the first one interval after start,
+/// until the task is dropped.
 pub fn spawn(state: AppState, interval: Duration) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(interval);
+        let first = tokio::time::Instant::now() + interval;
+        let mut tick = tokio::time::interval_at(first, interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
