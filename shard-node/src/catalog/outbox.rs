@@ -102,19 +102,27 @@ pub async fn enqueue(
         &bodies,
         &delivering,
     ];
-    let insert = c.execute(
-        "INSERT INTO deliveries (id, database_id, webhook_id, event, record_id, body)
-         SELECT d.id, $1, d.webhook_id, d.event, d.record_id, d.body
-         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
-                  AS d (id, webhook_id, event, record_id, body)
-         JOIN webhooks w ON w.id = d.webhook_id AND w.database_id = $1
-         WHERE NOT $7 OR (w.is_active AND w.paused_at IS NULL)",
-        &params,
-    );
-    // Sent with the insert (one round trip); a NOTIFY is delivered only
-    // when its transaction commits, and repeats within one are folded.
-    let notify = c.execute("SELECT pg_notify($1, '')", &[&DELIVERIES_CHANNEL]);
-    let (written, notified) = tokio::join!(insert, notify);
+    // Prepared once per session; the NOTIFY goes with the insert (one
+    // round trip). It is delivered only when the transaction commits, and
+    // repeats within one transaction are folded.
+    let insert = async {
+        let statement = c
+            .prepare_cached(
+                "INSERT INTO deliveries (id, database_id, webhook_id, event, record_id, body)
+                 SELECT d.id, $1, d.webhook_id, d.event, d.record_id, d.body
+                 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+                          AS d (id, webhook_id, event, record_id, body)
+                 JOIN webhooks w ON w.id = d.webhook_id AND w.database_id = $1
+                 WHERE NOT $7 OR (w.is_active AND w.paused_at IS NULL)",
+            )
+            .await?;
+        c.execute(&statement, &params).await
+    };
+    let notify = async {
+        let statement = c.prepare_cached("SELECT pg_notify($1, '')").await?;
+        c.execute(&statement, &[&DELIVERIES_CHANNEL]).await
+    };
+    let (written, notified) = tokio::join!(biased; insert, notify);
     notified?;
     written
 }
@@ -128,13 +136,13 @@ pub async fn remembered(
     webhook_ids: &[&str],
     record_ids: &[String],
 ) -> Result<Vec<Match>, tokio_postgres::Error> {
-    let rows = c
-        .query(
+    let statement = c
+        .prepare_cached(
             "SELECT webhook_id, record_id FROM webhook_matches
              WHERE webhook_id = ANY($1::text[]) AND record_id = ANY($2::text[])",
-            &[&webhook_ids, &record_ids],
         )
         .await?;
+    let rows = c.query(&statement, &[&webhook_ids, &record_ids]).await?;
     rows.iter()
         .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
         .collect()
@@ -169,29 +177,30 @@ pub async fn update_memory(
 ) -> Result<Vec<Match>, tokio_postgres::Error> {
     if !forget.is_empty() {
         let (w, r) = split(forget);
-        c.execute(
-            "DELETE FROM webhook_matches m
-             USING unnest($1::text[], $2::text[]) AS g (webhook_id, record_id)
-             WHERE m.webhook_id = g.webhook_id AND m.record_id = g.record_id",
-            &[&w, &r],
-        )
-        .await?;
+        let statement = c
+            .prepare_cached(
+                "DELETE FROM webhook_matches m
+                 USING unnest($1::text[], $2::text[]) AS g (webhook_id, record_id)
+                 WHERE m.webhook_id = g.webhook_id AND m.record_id = g.record_id",
+            )
+            .await?;
+        c.execute(&statement, &[&w, &r]).await?;
     }
     if remember.is_empty() {
         return Ok(Vec::new());
     }
     let (w, r) = split(remember);
-    let rows = c
-        .query(
+    let statement = c
+        .prepare_cached(
             "INSERT INTO webhook_matches (webhook_id, record_id, database_id)
              SELECT n.webhook_id, n.record_id, $3
              FROM unnest($1::text[], $2::text[]) AS n (webhook_id, record_id)
              WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = n.webhook_id)
              ON CONFLICT DO NOTHING
              RETURNING webhook_id, record_id",
-            &[&w, &r, &database_id],
         )
         .await?;
+    let rows = c.query(&statement, &[&w, &r, &database_id]).await?;
     rows.iter()
         .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
         .collect()
@@ -204,12 +213,13 @@ pub async fn forget_records(
     webhook_ids: &[&str],
     record_ids: &[String],
 ) -> Result<u64, tokio_postgres::Error> {
-    c.execute(
-        "DELETE FROM webhook_matches
-         WHERE webhook_id = ANY($1::text[]) AND record_id = ANY($2::text[])",
-        &[&webhook_ids, &record_ids],
-    )
-    .await
+    let statement = c
+        .prepare_cached(
+            "DELETE FROM webhook_matches
+             WHERE webhook_id = ANY($1::text[]) AND record_id = ANY($2::text[])",
+        )
+        .await?;
+    c.execute(&statement, &[&webhook_ids, &record_ids]).await
 }
 
 /// Removes from the memory of `webhook_ids` every record that is no
