@@ -56,13 +56,14 @@ pub async fn create(
                 let id = ids::new_tagged(Kind::Record, &ctx.record_table.tag);
                 rows.push((id, write::prepare_item(ctx, item, i)?));
             }
-            let outbox = Outbox::open(ctx, items.len());
+            let mut outbox = Outbox::open(ctx, items.len());
             write::insert(tx, ctx, user_id, &rows).await?;
             let ids: Vec<String> = rows.into_iter().map(|(id, _)| id).collect();
             outbox
                 .written(tx, &[Written::new(RecordEvent::Created, &ids)])
                 .await?;
-            write::reply(tx, ctx, &ids, shape).await
+            let read = outbox.records_read(&ids);
+            write::reply(tx, ctx, &ids, shape, read).await
         },
     )
     .await

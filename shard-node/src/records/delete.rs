@@ -96,7 +96,7 @@ pub async fn trash(
                 format!("Record {id} is already in the trash.")
             })?;
             check_own(access, &states)?;
-            let outbox = Outbox::open(ctx, ids.len());
+            let mut outbox = Outbox::open(ctx, ids.len());
             store::trash(tx, table, ids).await?;
             outbox
                 .written(tx, &[Written::new(RecordEvent::Deleted, ids)])

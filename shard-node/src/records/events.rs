@@ -115,6 +115,9 @@ pub struct Outbox<'c> {
     /// The records' cells as the payload shows them (every field).
     read: ReadSet,
     before: HashMap<String, StoredRecord>,
+    /// The records as read after the write with every field (when a rule
+    /// made the outbox read them), for the write's reply.
+    after: HashMap<String, StoredRecord>,
 }
 
 /// One delivery to build.
@@ -166,7 +169,18 @@ impl<'c> Outbox<'c> {
             quiet: batch_len >= NO_DELIVERIES_FROM,
             read,
             before: HashMap::new(),
+            after: HashMap::new(),
         }
+    }
+
+    /// `ids` as read after the write, with every field, in that order:
+    /// `Some` only when the outbox read every one of them (the reply then
+    /// needs no read of its own).
+    pub fn records_read(&mut self, ids: &[String]) -> Option<Vec<StoredRecord>> {
+        if ids.is_empty() || !ids.iter().all(|id| self.after.contains_key(id)) {
+            return None;
+        }
+        Some(ids.iter().filter_map(|id| self.after.remove(id)).collect())
     }
 
     fn delivering(&self, trigger: Trigger) -> bool {
@@ -202,7 +216,11 @@ impl<'c> Outbox<'c> {
 
     /// After the write: enqueues what `batches` fire and moves the match
     /// memory.
-    pub async fn written(&self, tx: &Transaction<'_>, batches: &[Written<'_>]) -> ApiResult<()> {
+    pub async fn written(
+        &mut self,
+        tx: &Transaction<'_>,
+        batches: &[Written<'_>],
+    ) -> ApiResult<()> {
         if self.rules.is_empty() {
             return Ok(());
         }
@@ -273,10 +291,13 @@ impl<'c> Outbox<'c> {
             self.move_memory(tx, &matching, batches, &ids, &checked)
                 .await?,
         );
-        if self.quiet || pending.is_empty() {
-            return Ok(());
+        if !(self.quiet || pending.is_empty()) {
+            self.enqueue(tx, batches, &checked, &pending).await?;
         }
-        self.enqueue(tx, batches, &checked, &pending).await
+        if !self.quiet {
+            self.after = checked.rows;
+        }
+        Ok(())
     }
 
     /// Trashed records leave every `record_matches` memory of the table.

@@ -141,7 +141,8 @@ pub async fn update(
                 supplied: &supplied,
             };
             outbox.written(tx, &[updated]).await?;
-            write::reply(tx, ctx, &ids, shape).await
+            let read = outbox.records_read(&ids);
+            write::reply(tx, ctx, &ids, shape, read).await
         },
     )
     .await

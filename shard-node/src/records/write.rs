@@ -263,14 +263,23 @@ pub async fn read_back(
 }
 
 /// The reply of a create or update: `ids` read back inside the write's
-/// transaction with every field, shaped as `shape` asks.
+/// transaction with every field, shaped as `shape` asks. `read` are the
+/// records as already read after the write with every field (by the
+/// outbox, `events::Outbox::records_read`), when it has them all.
 pub async fn reply(
     tx: &impl GenericClient,
     ctx: &Ctx,
     ids: &[String],
     shape: Shape,
+    read: Option<Vec<store::StoredRecord>>,
 ) -> ApiResult<Map<String, Value>> {
     let fields = ctx.read_fields()?;
-    let records = read_back(tx, ctx, &fields, ids, shape, |_| Vec::new()).await?;
+    let records = match read {
+        Some(rows) => rows
+            .into_iter()
+            .map(|r| reply::record_json(r, &fields.fields, shape, &[]))
+            .collect(),
+        None => read_back(tx, ctx, &fields, ids, shape, |_| Vec::new()).await?,
+    };
     Ok(reply::records_reply(records, &fields.fields, shape))
 }

@@ -38,7 +38,7 @@ pub async fn restore(
         async |tx, ctx| {
             let table = &ctx.record_table;
             super::trashed_batch(tx, access, table, ids).await?;
-            let outbox = Outbox::open(ctx, ids.len());
+            let mut outbox = Outbox::open(ctx, ids.len());
             let table_schema = ctx.table()?;
             store::restore(tx, table, ids)
                 .await

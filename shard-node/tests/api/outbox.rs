@@ -321,6 +321,25 @@ async fn create_enqueues_record_created_keyed_by_name() {
         .unwrap()
         .get(0);
     assert_eq!(due, 2);
+
+    // The reply (built from the rows the outbox read) keeps its own shape.
+    let r = fx
+        .app
+        .post(
+            &format!("{}?key_by=id&cell_format=ids", fx.records()),
+            &fx.p,
+            json!({"records": [{"fields": {"Name": "Shaped", "Status": "Open"}}]}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let rec = &r.body["records"][0];
+    assert_eq!(rec["fields"][&fx.f["Name"]], "Shaped");
+    assert!(rec["fields"][&fx.f["Status"]].as_str().unwrap().len() == 8);
+    assert_eq!(r.body["field_names"][&fx.f["Name"]], "Name");
+    assert_ms_timestamp(&rec["created_at"]);
+    let d = fx.deliveries(&hook).await;
+    assert_eq!(d.len(), 3);
+    assert_eq!(d[2]["after"]["fields"]["Status"], "Open");
 }
 
 #[tokio::test]
