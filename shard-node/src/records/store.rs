@@ -573,14 +573,16 @@ pub async fn match_keys(
         .map_err(Into::into)
 }
 
-/// [`by_ids`] in one round trip (typed, unprepared: the text changes with
-/// the table, the fields and the conditions), with one boolean column per
-/// `conditions` expression after the cells: `values` bind the read
-/// expressions (`$1`...), the ids come next, then `condition_values`
-/// (compile the conditions with `Params::new(values.len() + 2)`).
-/// Returns each record with the outcome of every condition.
+/// [`by_ids`] with one boolean column per `conditions` expression after
+/// the cells: `values` bind the read expressions (`$1`...), the ids come
+/// next, then `condition_values` (compile the conditions with
+/// `Params::new(values.len() + 2)`). Returns each record with the outcome
+/// of every condition. Without conditions the statement (its text is fixed
+/// per table and schema version) is prepared once per session; with them
+/// it is sent typed and unprepared, so the request leaves on the future's
+/// first poll (`events::guarded` pipelines it between savepoint commands).
 pub async fn by_ids_checked(
-    c: &tokio_postgres::Transaction<'_>,
+    c: &deadpool_postgres::Transaction<'_>,
     t: &RecordTable,
     read_exprs: &[String],
     values: &[SqlValue],
@@ -601,11 +603,21 @@ pub async fn by_ids_checked(
     let mut bound = bind(values);
     bound.push((Box::new(ids), Type::TEXT_ARRAY));
     bound.extend(bind(condition_values));
-    let typed: Vec<(&(dyn ToSql + Sync), Type)> = bound
-        .iter()
-        .map(|(b, ty)| (b.as_ref() as &(dyn ToSql + Sync), ty.clone()))
-        .collect();
-    let rows = c.query_typed(&sql, &typed).await?;
+    let rows = if conditions.is_empty() {
+        let types: Vec<Type> = bound.iter().map(|(_, ty)| ty.clone()).collect();
+        let statement = c.prepare_typed_cached(&sql, &types).await?;
+        let refs: Vec<&(dyn ToSql + Sync)> = bound
+            .iter()
+            .map(|(b, _)| b.as_ref() as &(dyn ToSql + Sync))
+            .collect();
+        c.query(&statement, &refs).await?
+    } else {
+        let typed: Vec<(&(dyn ToSql + Sync), Type)> = bound
+            .iter()
+            .map(|(b, ty)| (b.as_ref() as &(dyn ToSql + Sync), ty.clone()))
+            .collect();
+        c.query_typed(&sql, &typed).await?
+    };
     rows.iter()
         .map(|row| {
             let rec = from_row(row, read_exprs.len())?;

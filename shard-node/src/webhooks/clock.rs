@@ -169,7 +169,7 @@ impl Announce<'_> {
     /// `table_id` that entered the set): always keyed by name.
     async fn deliveries(
         &self,
-        tx: &tokio_postgres::Transaction<'_>,
+        tx: &deadpool_postgres::Transaction<'_>,
         table_id: &str,
         ids: &[String],
     ) -> ApiResult<Vec<NewDelivery>> {
