@@ -9,6 +9,7 @@ mod fixtures;
 mod keys;
 mod rate_limits;
 mod records;
+mod records_checkbox;
 mod records_links;
 mod records_upsert_race;
 mod roles;
