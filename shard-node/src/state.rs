@@ -79,6 +79,12 @@ pub enum DbOp {
     ListRecords,
     GetRecord,
     PressButton,
+    ListWebhooks,
+    GetWebhook,
+    CreateWebhook,
+    UpdateWebhook,
+    DeleteWebhook,
+    RegenerateWebhookSecret,
 }
 
 impl DbOp {
@@ -117,6 +123,12 @@ impl DbOp {
             DbOp::ListRecords => "list_records",
             DbOp::GetRecord => "get_record",
             DbOp::PressButton => "press_button",
+            DbOp::ListWebhooks => "list_webhooks",
+            DbOp::GetWebhook => "get_webhook",
+            DbOp::CreateWebhook => "create_webhook",
+            DbOp::UpdateWebhook => "update_webhook",
+            DbOp::DeleteWebhook => "delete_webhook",
+            DbOp::RegenerateWebhookSecret => "regenerate_webhook_secret",
         }
     }
 }

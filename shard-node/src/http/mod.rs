@@ -11,6 +11,7 @@ use axum::Router;
 use crate::auth::principal::require_principal;
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::webhooks::api as webhooks;
 use crate::{databases, fields, records, tables, trash, views};
 
 async fn not_found() -> ApiError {
@@ -75,6 +76,17 @@ pub fn router(state: AppState) -> Router {
             "/api/fields/{id}",
             axum::routing::patch(fields::update::handler).delete(fields::delete::handler),
         )
+        .route(
+            "/api/databases/{id}/webhooks",
+            get(webhooks::list::handler).post(webhooks::create::handler),
+        )
+        .route(
+            "/api/webhooks/{id}",
+            get(webhooks::get::handler)
+                .patch(webhooks::update::handler)
+                .delete(webhooks::delete::handler),
+        )
+        .route("/api/webhooks/{id}/secret", post(webhooks::secret::handler))
         .fallback(not_found)
         .method_not_allowed_fallback(not_found)
         .layer(axum::extract::DefaultBodyLimit::max(
