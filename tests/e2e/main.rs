@@ -23,3 +23,4 @@ mod shard_direct;
 mod tables;
 mod trash;
 mod views;
+mod webhooks_config;
