@@ -11,7 +11,7 @@ use axum::Router;
 use crate::auth::principal::require_principal;
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::{databases, fields, records, tables, trash, views};
+use crate::{databases, fields, records, tables, trash, views, webhooks};
 
 async fn not_found() -> ApiError {
     ApiError::NotFound
@@ -74,6 +74,18 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/api/fields/{id}",
             axum::routing::patch(fields::update::handler).delete(fields::delete::handler),
+        )
+        .route(
+            "/api/webhooks/{id}/test",
+            post(webhooks::api::test::handler),
+        )
+        .route(
+            "/api/webhooks/{id}/deliveries",
+            get(webhooks::api::deliveries::list_handler),
+        )
+        .route(
+            "/api/webhooks/{id}/deliveries/{delivery_id}/replay",
+            post(webhooks::api::deliveries::replay_handler),
         )
         .fallback(not_found)
         .method_not_allowed_fallback(not_found)
