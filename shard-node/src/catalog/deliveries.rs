@@ -269,7 +269,7 @@ pub async fn claim(
                  SELECT id FROM ranked WHERE slot <= $5 ORDER BY due_at, id LIMIT $6
              )
              UPDATE deliveries d
-             SET due_at = now() + $7 * interval '1 millisecond', attempts = d.attempts + 1
+             SET due_at = now() + $7::int8 * interval '1 millisecond', attempts = d.attempts + 1
              FROM chosen, webhooks w
              WHERE d.id = chosen.id AND w.id = d.webhook_id
              RETURNING d.id, d.webhook_id, d.database_id, d.attempts, d.body, w.url, w.secret",
