@@ -16,50 +16,14 @@ use deadpool_postgres::GenericClient;
 use serde::Serialize;
 use tokio_postgres::Row;
 
+use super::webhooks::SigningSecret;
+
 /// Channel a write that enqueues deliveries notifies, so the deliverer
 /// wakes at once rather than on its next tick.
 pub const CHANNEL: &str = "webhook_deliveries";
 
 /// Part C: 20 consecutive exhausted deliveries pause a webhook.
 pub const AUTO_PAUSE_AFTER: i32 = 20;
-
-/// The webhook a delivery route names, as those routes need it.
-#[derive(Debug, Clone)]
-pub struct Webhook {
-    pub id: String,
-    pub database_id: String,
-    pub table_id: Option<String>,
-    pub url: String,
-    pub secret: String,
-    /// `name` or `id`.
-    pub payload_key: String,
-}
-
-/// The webhook, only if it belongs to `database_id`.
-pub async fn webhook(
-    c: &impl GenericClient,
-    database_id: &str,
-    id: &str,
-) -> Result<Option<Webhook>, tokio_postgres::Error> {
-    let row = c
-        .query_opt(
-            "SELECT id, database_id, table_id, url, secret, payload_key
-             FROM webhooks WHERE id = $1 AND database_id = $2",
-            &[&id, &database_id],
-        )
-        .await?;
-    row.map(|r| {
-        Ok(Webhook {
-            id: r.try_get(0)?,
-            database_id: r.try_get(1)?,
-            table_id: r.try_get(2)?,
-            url: r.try_get(3)?,
-            secret: r.try_get(4)?,
-            payload_key: r.try_get(5)?,
-        })
-    })
-    .transpose()
-}
 
 /// One row of the delivery log, as `GET /api/webhooks/{id}/deliveries`
 /// shows it.
@@ -211,7 +175,7 @@ pub struct Claimed {
     pub body: String,
     pub url: String,
     /// The webhook's secret now (a regenerated secret signs at once).
-    pub secret: String,
+    pub secret: SigningSecret,
 }
 
 /// How many rows a claim may take, and for whom.
@@ -299,7 +263,7 @@ pub async fn claim(
                 attempt: r.try_get(3)?,
                 body: r.try_get(4)?,
                 url: r.try_get(5)?,
-                secret: r.try_get(6)?,
+                secret: SigningSecret(r.try_get(6)?),
             })
         })
         .collect()

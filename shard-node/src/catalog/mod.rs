@@ -8,3 +8,4 @@ pub mod fields;
 pub mod migrations;
 pub mod tables;
 pub mod views;
+pub mod webhooks;

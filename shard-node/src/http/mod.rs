@@ -11,7 +11,8 @@ use axum::Router;
 use crate::auth::principal::require_principal;
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::{databases, fields, records, tables, trash, views, webhooks};
+use crate::webhooks::api as webhooks;
+use crate::{databases, fields, records, tables, trash, views};
 
 async fn not_found() -> ApiError {
     ApiError::NotFound
@@ -76,16 +77,24 @@ pub fn router(state: AppState) -> Router {
             axum::routing::patch(fields::update::handler).delete(fields::delete::handler),
         )
         .route(
-            "/api/webhooks/{id}/test",
-            post(webhooks::api::test::handler),
+            "/api/databases/{id}/webhooks",
+            get(webhooks::list::handler).post(webhooks::create::handler),
         )
         .route(
+            "/api/webhooks/{id}",
+            get(webhooks::get::handler)
+                .patch(webhooks::update::handler)
+                .delete(webhooks::delete::handler),
+        )
+        .route("/api/webhooks/{id}/secret", post(webhooks::secret::handler))
+        .route("/api/webhooks/{id}/test", post(webhooks::test::handler))
+        .route(
             "/api/webhooks/{id}/deliveries",
-            get(webhooks::api::deliveries::list_handler),
+            get(webhooks::deliveries::list_handler),
         )
         .route(
             "/api/webhooks/{id}/deliveries/{delivery_id}/replay",
-            post(webhooks::api::deliveries::replay_handler),
+            post(webhooks::deliveries::replay_handler),
         )
         .fallback(not_found)
         .method_not_allowed_fallback(not_found)

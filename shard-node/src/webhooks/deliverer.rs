@@ -281,7 +281,7 @@ async fn attempt(egress: &Egress, settings: &WebhookSettings, row: Claimed) -> A
         settings.timeout,
         Request {
             url: &row.url,
-            secret: &row.secret,
+            secret: &row.secret.0,
             delivery_id: &row.id,
             attempt: row.attempt,
             body: &row.body,

@@ -10,3 +10,4 @@ mod tables;
 mod time_limits;
 mod trash;
 mod views;
+mod webhooks;

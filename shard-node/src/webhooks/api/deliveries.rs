@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 
 use crate::auth::{Editor, Reader};
 use crate::catalog::deliveries::{self, Delivery, NewDelivery};
+use crate::catalog::webhooks;
 use crate::error::{ApiError, ApiResult};
 use crate::state::{AppState, Db, DbOp};
 
@@ -47,7 +48,7 @@ pub async fn replay_handler(
 pub async fn list(db: &Db, database_id: &str, webhook_id: &str) -> ApiResult<Vec<Delivery>> {
     db.measured(DbOp::ListDeliveries, async {
         let client = db.client_for(database_id).await?;
-        deliveries::webhook(&*client, database_id, webhook_id)
+        webhooks::get(&*client, database_id, webhook_id)
             .await?
             .ok_or(ApiError::NotFound)?;
         Ok(deliveries::recent(&*client, webhook_id, LOG_LENGTH).await?)
@@ -63,7 +64,7 @@ pub async fn replay(
     delivery_id: &str,
 ) -> ApiResult<Delivery> {
     db.in_transaction(database_id, DbOp::ReplayDelivery, async |tx| {
-        let webhook = deliveries::webhook(tx, database_id, webhook_id)
+        let webhook = webhooks::get(tx, database_id, webhook_id)
             .await?
             .ok_or(ApiError::NotFound)?;
         let original = deliveries::get(tx, &webhook.id, delivery_id)

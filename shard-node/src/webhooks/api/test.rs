@@ -23,7 +23,7 @@ use cluster_protocol::ids::{self, Kind};
 use serde_json::{json, Map, Value};
 
 use crate::auth::Editor;
-use crate::catalog::{databases, deliveries};
+use crate::catalog::{databases, webhooks};
 use crate::error::{ApiError, ApiResult};
 use crate::json::format_ts;
 use crate::schema::{Costume, FieldRow, StorageKind, TableSchema};
@@ -78,7 +78,7 @@ async fn sample(
         .db
         .measured(DbOp::TestWebhook, async {
             let mut client = state.db.client_for(database_id).await?;
-            let webhook = deliveries::webhook(&*client, database_id, webhook_id)
+            let webhook = webhooks::get(&*client, database_id, webhook_id)
                 .await?
                 .ok_or(ApiError::NotFound)?;
             let database = databases::get(&*client, database_id)
@@ -104,7 +104,7 @@ async fn sample(
             Ok(Sample {
                 delivery_id,
                 url: webhook.url,
-                secret: webhook.secret,
+                secret: webhook.secret.0,
                 body: payload.to_string(),
             })
         })

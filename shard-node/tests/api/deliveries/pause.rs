@@ -61,21 +61,18 @@ async fn twenty_exhausted_deliveries_pause_the_webhook_until_resumed() {
     assert_eq!(counts(&h, &hook).await, (20, 5, 0));
     assert_eq!(h.receiver.hits_on("/fail/pause").len(), 20);
 
-    // Resume (as PATCH {resume:true} does) with a receiver that answers.
-    h.app
-        .pg
-        .execute(
-            "UPDATE webhooks SET paused_at = NULL, consecutive_failures = 0, url = $2
-             WHERE id = $1",
-            &[&hook.id, &h.receiver.url("ok/resumed")],
+    // Resume, pointing the webhook at a receiver that answers.
+    let r = h
+        .app
+        .patch(
+            &format!("/api/webhooks/{}", hook.id),
+            &h.owner,
+            json!({"resume": true, "url": h.receiver.url("ok/resumed")}),
         )
-        .await
-        .unwrap();
-    h.app
-        .pg
-        .execute("SELECT pg_notify('webhook_deliveries', '')", &[])
-        .await
-        .unwrap();
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["webhook"]["paused_at"], Value::Null);
+    assert_eq!(r.body["webhook"]["consecutive_failures"], 0);
     for id in &ids[20..] {
         assert_eq!(h.finished(id).await.state, "succeeded");
     }
