@@ -10,15 +10,18 @@
 //! transaction is open while a request is out; a node killed mid-attempt
 //! leaves its rows to be claimed again when their lease ends (at least once).
 //!
-//! Attempts in flight are bounded on the node (`WEBHOOK_CONCURRENCY`) and
-//! per webhook (`WEBHOOK_CONCURRENCY_PER_WEBHOOK`): a claim skips webhooks
-//! at their cap, so a receiver that hangs holds only its own slots.
+//! Attempts in flight are bounded per webhook
+//! (`WEBHOOK_CONCURRENCY_PER_WEBHOOK`: a claim skips webhooks at their cap,
+//! so a receiver that hangs holds only its own slots) and on the node
+//! (`WEBHOOK_CONCURRENCY` attempts younger than [`SLOW_AFTER`], and
+//! [`SLOW_CEILING`] times that in all: attempts stuck on dead receivers
+//! stop taking the slots of live ones).
 //!
 //! A second task prunes the log ([`prune`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use tokio::sync::Notify;
@@ -39,6 +42,12 @@ pub const TICK: Duration = Duration::from_secs(1);
 /// How much longer than the attempt's timeout a claim holds its row: time
 /// to record the attempt before the row could be claimed again.
 pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
+/// An attempt in flight this long stops counting against
+/// `WEBHOOK_CONCURRENCY` ([`Deliverer`]'s slots).
+pub const SLOW_AFTER: Duration = Duration::from_millis(500);
+/// Attempts in flight at most, slow ones included, as a multiple of
+/// `WEBHOOK_CONCURRENCY`.
+pub const SLOW_CEILING: usize = 16;
 /// Wait before retrying after the database failed the loop, and before
 /// reopening the `LISTEN` session.
 const BACKOFF: Duration = Duration::from_secs(1);
@@ -84,8 +93,9 @@ pub struct Deliverer {
     egress: Egress,
     settings: Arc<WebhookSettings>,
     attempts: JoinSet<Attempted>,
-    /// The webhook of each attempt task, to free its slot even if it panics.
-    task_webhook: HashMap<Id, String>,
+    /// The webhook of each attempt task (to free its slot even if it
+    /// panics) and when it started.
+    tasks: HashMap<Id, (String, Instant)>,
     /// Attempts in flight per webhook.
     per_webhook: HashMap<String, i32>,
     unrecorded: Vec<Attempted>,
@@ -98,7 +108,7 @@ impl Deliverer {
             egress,
             settings,
             attempts: JoinSet::new(),
-            task_webhook: HashMap::new(),
+            tasks: HashMap::new(),
             per_webhook: HashMap::new(),
             unrecorded: Vec::new(),
         }
@@ -109,10 +119,39 @@ impl Deliverer {
         self.attempts.len()
     }
 
+    /// Attempts that may start now: `WEBHOOK_CONCURRENCY` less those in
+    /// flight for under [`SLOW_AFTER`], within [`SLOW_CEILING`] times it in
+    /// all. An attempt waiting on a slow or dead receiver stops counting
+    /// against the first limit, so a few dead receivers (each holding at
+    /// most its webhook's cap) never starve the others.
     fn free_slots(&self) -> usize {
+        let now = Instant::now();
+        let fast = self
+            .tasks
+            .values()
+            .filter(|(_, started)| now.duration_since(*started) < SLOW_AFTER)
+            .count();
+        let ceiling = self.settings.concurrency.saturating_mul(SLOW_CEILING);
         self.settings
             .concurrency
-            .saturating_sub(self.attempts.len())
+            .saturating_sub(fast)
+            .min(ceiling.saturating_sub(self.attempts.len()))
+    }
+
+    /// With no free slot, how long until an attempt turns slow (and frees
+    /// one); otherwise [`TICK`].
+    fn until_slot_frees(&self) -> Duration {
+        if self.free_slots() > 0 {
+            return TICK;
+        }
+        let now = Instant::now();
+        self.tasks
+            .values()
+            .map(|(_, started)| (*started + SLOW_AFTER).saturating_duration_since(now))
+            .filter(|left| !left.is_zero())
+            .min()
+            .unwrap_or(TICK)
+            .min(TICK)
     }
 
     async fn run(mut self, wake: Arc<Notify>) {
@@ -128,6 +167,7 @@ impl Deliverer {
                     BACKOFF
                 }
             };
+            let wait = wait.min(self.until_slot_frees());
             let joined = tokio::select! {
                 _ = wake.notified() => None,
                 joined = self.attempts.join_next_with_id(), if !self.attempts.is_empty() => joined,
@@ -199,7 +239,7 @@ impl Deliverer {
         let handle = self
             .attempts
             .spawn(async move { attempt(&egress, &settings, row).await });
-        self.task_webhook.insert(handle.id(), webhook_id);
+        self.tasks.insert(handle.id(), (webhook_id, Instant::now()));
     }
 
     fn finished(&mut self, joined: Result<(Id, Attempted), tokio::task::JoinError>) {
@@ -207,7 +247,7 @@ impl Deliverer {
             Ok((id, _)) => *id,
             Err(e) => e.id(),
         };
-        if let Some(webhook_id) = self.task_webhook.remove(&id) {
+        if let Some((webhook_id, _)) = self.tasks.remove(&id) {
             if let Some(n) = self.per_webhook.get_mut(&webhook_id) {
                 *n -= 1;
                 if *n <= 0 {

@@ -37,3 +37,27 @@ async fn a_hanging_receiver_never_holds_up_another_webhook() {
         .get(0);
     assert_eq!(unfinished, 100);
 }
+
+#[tokio::test]
+async fn dead_receivers_filling_every_slot_never_hold_up_a_live_one() {
+    // Four dead webhooks at their cap of 4 hold twice the node's 8 slots.
+    let h = harness(shard_node::config::WebhookSettings {
+        concurrency: 8,
+        concurrency_per_webhook: 4,
+        ..settings(&[], 600_000)
+    })
+    .await;
+    for i in 0..4 {
+        let dead = h.webhook(&format!("hang/dead-{i}")).await;
+        h.enqueue(&dead, 10).await;
+    }
+    h.receiver
+        .wait_until("every dead webhook at its cap", |hits| hits.len() == 16)
+        .await;
+    let healthy = h.webhook("ok/alive").await;
+    let flowing = h.enqueue(&healthy, 20).await;
+    for id in &flowing {
+        assert_eq!(h.finished(id).await.state, "succeeded");
+    }
+    assert_eq!(h.receiver.hits_on("/hang/").len(), 16);
+}
