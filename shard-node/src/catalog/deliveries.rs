@@ -192,60 +192,75 @@ pub struct ClaimLimits {
     pub lease: Duration,
 }
 
-/// Claims due rows of active, unpaused webhooks, oldest due first, at
-/// most `limits.rows`, keeping every webhook within `limits.per_webhook`
-/// attempts in flight (webhooks already at it are skipped, so their backlog
-/// never holds up the others). Rows another claim holds are skipped.
+/// The webhooks with unfinished deliveries, each with its earliest
+/// `due_at` (`ready.first_due`), as long as it is active and unpaused:
+/// a skip scan over `deliveries_webhook_due`, a few index probes per
+/// webhook whatever its backlog.
+const READY_WEBHOOKS: &str = "
+    pending(webhook_id) AS (
+        (SELECT webhook_id FROM deliveries WHERE finished_at IS NULL
+         ORDER BY webhook_id LIMIT 1)
+        UNION ALL
+        SELECT (SELECT d.webhook_id FROM deliveries d
+                WHERE d.finished_at IS NULL AND d.webhook_id > p.webhook_id
+                ORDER BY d.webhook_id LIMIT 1)
+        FROM pending p WHERE p.webhook_id IS NOT NULL
+    ), ready AS (
+        SELECT w.id, first.due_at AS first_due
+        FROM pending p
+        JOIN webhooks w ON w.id = p.webhook_id
+        CROSS JOIN LATERAL (
+            SELECT d.due_at FROM deliveries d
+            WHERE d.webhook_id = w.id AND d.finished_at IS NULL
+            ORDER BY d.due_at LIMIT 1
+        ) AS first
+        WHERE w.is_active AND w.paused_at IS NULL
+    )";
+
+/// Claims due rows of active, unpaused webhooks, the webhooks whose
+/// earliest row is the most overdue first, at most `limits.rows`, keeping
+/// every webhook within `limits.per_webhook` attempts in flight (webhooks
+/// already at it are skipped, so their backlog never holds up the others).
+/// Rows another claim holds are skipped.
 pub async fn claim(
     c: &impl GenericClient,
     limits: &ClaimLimits,
 ) -> Result<Vec<Claimed>, tokio_postgres::Error> {
-    let full: Vec<&String> = limits
-        .busy_webhooks
-        .iter()
-        .zip(&limits.busy_counts)
-        .filter(|(_, n)| **n >= limits.per_webhook)
-        .map(|(w, _)| w)
-        .collect();
-    // Look at more rows than are wanted: some may belong to a webhook
-    // that can take only part of them.
-    let scan = limits.rows * 2 + 16;
     let lease_ms = i64::try_from(limits.lease.as_millis()).unwrap_or(i64::MAX);
     let statement = c
-        .prepare_cached(
-            "WITH candidates AS (
-                 SELECT d.id, d.webhook_id, d.due_at
-                 FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
-                 WHERE d.finished_at IS NULL AND d.due_at <= now()
-                   AND w.is_active AND w.paused_at IS NULL
-                   AND d.webhook_id <> ALL($1::text[])
-                 ORDER BY d.due_at
-                 LIMIT $2
-                 FOR UPDATE OF d SKIP LOCKED
-             ), ranked AS (
-                 SELECT c.id, c.due_at,
-                        row_number() OVER (PARTITION BY c.webhook_id ORDER BY c.due_at, c.id)
-                            + coalesce(b.held, 0) AS slot
-                 FROM candidates c
-                 LEFT JOIN unnest($3::text[], $4::int4[]) AS b(webhook_id, held)
-                        ON b.webhook_id = c.webhook_id
+        .prepare_cached(&format!(
+            "WITH RECURSIVE {READY_WEBHOOKS}, open AS (
+                 SELECT r.id, r.first_due, $3 - coalesce(b.held, 0) AS room
+                 FROM ready r
+                 LEFT JOIN unnest($1::text[], $2::int4[]) AS b(webhook_id, held)
+                        ON b.webhook_id = r.id
+                 WHERE r.first_due <= now() AND coalesce(b.held, 0) < $3
+                 ORDER BY r.first_due
+                 LIMIT $4
              ), chosen AS (
-                 SELECT id FROM ranked WHERE slot <= $5 ORDER BY due_at, id LIMIT $6
+                 SELECT c.id FROM open o
+                 CROSS JOIN LATERAL (
+                     SELECT d.id, d.due_at FROM deliveries d
+                     WHERE d.webhook_id = o.id AND d.finished_at IS NULL AND d.due_at <= now()
+                     ORDER BY d.due_at
+                     LIMIT o.room
+                     FOR UPDATE SKIP LOCKED
+                 ) AS c
+                 ORDER BY c.due_at
+                 LIMIT $4
              )
              UPDATE deliveries d
-             SET due_at = now() + $7::int8 * interval '1 millisecond', attempts = d.attempts + 1
+             SET due_at = now() + $5::int8 * interval '1 millisecond', attempts = d.attempts + 1
              FROM chosen, webhooks w
              WHERE d.id = chosen.id AND w.id = d.webhook_id
-             RETURNING d.id, d.webhook_id, d.database_id, d.attempts, d.body, w.url, w.secret",
-        )
+             RETURNING d.id, d.webhook_id, d.database_id, d.attempts, d.body, w.url, w.secret"
+        ))
         .await?;
-    let per_webhook = i64::from(limits.per_webhook);
+    let per_webhook = limits.per_webhook;
     let rows = c
         .query(
             &statement,
             &[
-                &full,
-                &scan,
                 &limits.busy_webhooks,
                 &limits.busy_counts,
                 &per_webhook,
@@ -270,20 +285,20 @@ pub async fn claim(
 }
 
 /// When the next row of an active, unpaused webhook falls due (in-flight
-/// rows count at their lease's end); `None` when nothing is waiting.
+/// rows count at their lease's end; a webhook whose earliest row is due
+/// already waits for its attempts in flight, not for a time); `None` when
+/// nothing is waiting.
 pub async fn next_due(
     c: &impl GenericClient,
 ) -> Result<Option<DateTime<Utc>>, tokio_postgres::Error> {
     let statement = c
-        .prepare_cached(
-            "SELECT d.due_at FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
-             WHERE d.finished_at IS NULL AND d.due_at > now()
-               AND w.is_active AND w.paused_at IS NULL
-             ORDER BY d.due_at LIMIT 1",
-        )
+        .prepare_cached(&format!(
+            "WITH RECURSIVE {READY_WEBHOOKS}
+             SELECT min(first_due) FROM ready WHERE first_due > now()"
+        ))
         .await?;
-    let row = c.query_opt(&statement, &[]).await?;
-    row.map(|r| r.try_get(0)).transpose()
+    let row = c.query_one(&statement, &[]).await?;
+    row.try_get(0)
 }
 
 /// Where an attempt leaves its delivery.
