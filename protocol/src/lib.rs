@@ -25,3 +25,11 @@ pub const MAX_BODY_TEXT: &str = "10 MiB";
 
 /// Header a shard uses (with status 421) to say it does not own a database.
 pub const MISPLACED_STATUS: u16 = 421;
+
+/// Response header of a shard's 400 refusing a link whose `target_table_id`
+/// carries another database's routing tag; its value is that table id. A
+/// shard knows only its own databases, so the router, which knows the
+/// caller's memberships, settles the answer: 404 unless the id names an
+/// existing table of a database the caller can see (then the 400 stands).
+/// The router never passes the header on to a client.
+pub const HEADER_FOREIGN_TABLE: &str = "x-cluster-foreign-table";

@@ -16,6 +16,7 @@ pub mod invalidate;
 pub mod keys;
 pub mod limiter;
 pub mod limiter_lua;
+pub mod link_target;
 pub mod placement;
 pub mod principal_sign;
 pub mod proxy;

@@ -2,7 +2,8 @@
 //! access, then forward to the owning shard with a principal signed over the
 //! request (method, path and query, body digest: the body is read whole, at
 //! most `cluster_protocol::MAX_BODY_BYTES`). A 421 from the shard drops the
-//! placement and retries once.
+//! placement and retries once; a refused link target in another database
+//! is settled by `link_target`.
 
 use cluster_protocol::MISPLACED_STATUS;
 use http::Response;
@@ -11,6 +12,7 @@ use hyper::body::Incoming;
 use crate::auth::Caller;
 use crate::errors::{full, ApiError, Body};
 use crate::forward::{client_response, prepare_body, request_headers, shard_failure};
+use crate::link_target;
 use crate::principal_sign::Request;
 use crate::state::AppState;
 use crate::trace::{self, RequestSpan};
@@ -85,6 +87,11 @@ pub async fn forward(
             .await
             .map_err(|e| shard_failure(span, &shard_url, e))?;
         if resp.status().as_u16() != MISPLACED_STATUS {
+            if let Some(table_id) = link_target::foreign_table(&resp) {
+                let headers = &parts.headers;
+                return link_target::answer(state, caller, &access, &table_id, resp, headers, span)
+                    .await;
+            }
             return Ok(client_response(resp));
         }
         state.placements.forget_tag(tag);

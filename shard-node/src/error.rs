@@ -21,6 +21,8 @@ pub const DATABASE_BUSY_MESSAGE: &str = "This database has too many requests in 
      Retry in about 1s, or send fewer requests at once.";
 /// 503 when a structural change could not get its table's lock in time.
 pub const LOCKED_MESSAGE: &str = "The table is busy with another change. Retry in about 1s.";
+/// 400 for a link whose target table is in another database.
+pub const FOREIGN_LINK_TARGET_MESSAGE: &str = "A link's target table must be in the same database.";
 /// `Retry-After` of every 503 the node answers, in seconds.
 pub const RETRY_AFTER_SECS: u64 = 1;
 
@@ -38,6 +40,11 @@ pub enum ApiError {
     /// 404, identical for a missing id and a foreign one.
     #[error("not found")]
     NotFound,
+    /// 400 for a link target carrying another database's routing tag, with
+    /// that table id in `cluster_protocol::HEADER_FOREIGN_TABLE`: the router
+    /// turns it into a 404 unless the caller can see that table.
+    #[error("link target in another database: {0}")]
+    ForeignLinkTarget(String),
     /// 409 with a message written for the caller.
     #[error("conflict: {0}")]
     Conflict(String),
@@ -127,6 +134,17 @@ impl IntoResponse for ApiError {
             ApiError::Unauthorized => envelope(StatusCode::UNAUTHORIZED, ErrorBody::unauthorized()),
             ApiError::Forbidden(m) => envelope(StatusCode::FORBIDDEN, ErrorBody::forbidden(m)),
             ApiError::NotFound => envelope(StatusCode::NOT_FOUND, ErrorBody::not_found()),
+            ApiError::ForeignLinkTarget(table_id) => {
+                let mut resp = envelope(
+                    StatusCode::BAD_REQUEST,
+                    ErrorBody::bad_request(FOREIGN_LINK_TARGET_MESSAGE),
+                );
+                if let Ok(v) = axum::http::HeaderValue::from_str(&table_id) {
+                    resp.headers_mut()
+                        .insert(cluster_protocol::HEADER_FOREIGN_TABLE, v);
+                }
+                resp
+            }
             ApiError::Conflict(m) => {
                 envelope(StatusCode::CONFLICT, ErrorBody::new(ErrorCode::Conflict, m))
             }
@@ -156,5 +174,25 @@ impl IntoResponse for ApiError {
                 }
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_foreign_link_target_is_a_400_naming_the_table_for_the_router() {
+        let resp = ApiError::ForeignLinkTarget("tbl_Ab3dZ1234567".into()).into_response();
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(
+            resp.headers()[cluster_protocol::HEADER_FOREIGN_TABLE],
+            "tbl_Ab3dZ1234567"
+        );
+        let plain = ApiError::bad_request(FOREIGN_LINK_TARGET_MESSAGE).into_response();
+        assert!(plain
+            .headers()
+            .get(cluster_protocol::HEADER_FOREIGN_TABLE)
+            .is_none());
     }
 }

@@ -141,7 +141,8 @@ const CASES: &[(&str, &str, Option<&str>, &[u16])] = &[
     ("POST", "/api/tables/{B.t}/trash/purge", Some(r#"{"ids":["{A.rt}"]}"#), BAD),
     ("POST", "/api/tables/{B.t}/trash/purge", Some(r#"{"ids":["{A.r}"]}"#), BAD),
     // B's fields pointing at A's tables, fields and webhooks
-    ("POST", "/api/tables/{B.t}/fields", Some(r#"{"name":"L1","type":"link","options":{"target_table_id":"{A.t}"}}"#), BAD),
+    // A link to a table of a database B cannot see: 404, as for an id matching nothing.
+    ("POST", "/api/tables/{B.t}/fields", Some(r#"{"name":"L1","type":"link","options":{"target_table_id":"{A.t}"}}"#), NF),
     ("POST", "/api/tables/{B.t}/fields", Some(r#"{"name":"L2","type":"lookup","options":{"link_field_id":"{A.f.Link}","target_field_id":"{A.f.Label}"}}"#,), BAD),
     ("POST", "/api/tables/{B.t}/fields", Some(r#"{"name":"L3","type":"lookup","options":{"link_field_id":"{B.f.Link}","target_field_id":"{A.f.Label}"}}"#,), BAD),
     ("POST", "/api/tables/{B.t}/fields", Some(r#"{"name":"L4","type":"rollup","options":{"link_field_id":"{B.f.Link}","target_field_id":"{A.f.Count}","aggregation":"sum"}}"#,), BAD),

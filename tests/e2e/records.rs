@@ -11,6 +11,16 @@ use serde_json::{json, Value};
 
 use crate::fixtures::{fixture, rec_ids, record_in, urlencode};
 
+/// The cells of fixture record `i`, read on their own.
+async fn cells_of(fx: &crate::fixtures::Fx, i: usize) -> Value {
+    let one = fx
+        .person
+        .api
+        .get(&format!("{}/{}", fx.records(), fx.r[i]))
+        .await;
+    one.expect_ok()["record"]["fields"].clone()
+}
+
 #[tokio::test]
 async fn writes_read_back_in_every_costume_shape() {
     let fx = fixture().await;
@@ -32,7 +42,8 @@ async fn writes_read_back_in_every_costume_shape() {
     assert_eq!(cells["Double"], 10);
     assert_eq!(cells["Go"], Value::Null);
     assert_eq!(body["field_ids"]["Title"], json!(fx.f["Title"]));
-    // Unset cells: null; an unset link is []; an unset checkbox reads false.
+    // Unset cells: null; an unset link is []; a checkbox written false
+    // reads false, one never written null (records_checkbox.rs).
     let ship = fx
         .person
         .api
@@ -47,6 +58,7 @@ async fn writes_read_back_in_every_costume_shape() {
         ),
         (Value::Null, json!([]), json!(false))
     );
+    assert_eq!(cells_of(&fx, 1).await["Done"], Value::Null);
 
     // Refusals, each a 400 naming the field, nothing written.
     let path = fx.records();

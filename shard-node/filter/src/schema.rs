@@ -66,7 +66,8 @@ pub enum Storage {
     Number,
     /// `date` column, or `timestamptz` when `include_time`.
     Date { include_time: bool },
-    /// `boolean` column; NULL reads as unchecked.
+    /// `boolean` column; NULL (never set) reads null, sorts as an empty,
+    /// and counts as unchecked in a filter (`is false`).
     Checkbox,
     /// `text` column holding a choice id.
     SingleSelect { choices: Vec<Choice> },

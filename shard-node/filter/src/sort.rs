@@ -215,8 +215,8 @@ impl Sort {
                     (Storage::Number, _) => (col, KeyType::Numeric),
                     (Storage::Date { include_time: false }, _) => (col, KeyType::Date),
                     (Storage::Date { include_time: true }, _) => (col, KeyType::Timestamp),
-                    // Never-set reads as unchecked: one value, not a blank.
-                    (Storage::Checkbox, _) => (format!("COALESCE({col}, FALSE)"), KeyType::Bool),
+                    // false before true; never set is a blank (null) like any other.
+                    (Storage::Checkbox, _) => (col, KeyType::Bool),
                     // Unsortable kinds are refused when parsing.
                     _ => ("NULL::text".to_owned(), KeyType::Text),
                 };
@@ -428,11 +428,10 @@ impl SortPlan {
                 p.to_owned()
             }
         };
-        let nullable = k.ty != KeyType::Bool;
         Ok(match (k.desc, p) {
             (false, Some(p)) => Resume {
                 seek: format!("({e} >= {} AND ({any}))", bound(p)),
-                then: nullable.then(|| format!("({e} IS NULL)")),
+                then: Some(format!("({e} IS NULL)")),
             },
             (true, Some(p)) => Resume {
                 seek: format!("({e} <= {} AND ({any}))", bound(p)),

@@ -164,6 +164,8 @@ impl<'a> Ctx<'a> {
         let val = match &f.kind {
             FieldKind::Number => Val::new(Ty::Number, num_clamp(&col()?)),
             FieldKind::Text => Val::new(Ty::Text, col()?),
+            // A checkbox never written reads null but is unchecked: false
+            // here, as in the filter's `is false`.
             FieldKind::Checkbox => Val::new(Ty::Bool, format!("COALESCE({}, false)", col()?)),
             FieldKind::Date { with_time: false } => Val::new(Ty::Date, date_clamp(&col()?)),
             FieldKind::Date { with_time: true } => Val::new(

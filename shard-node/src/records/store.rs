@@ -520,7 +520,8 @@ pub struct KeyColumn {
     pub field_id: String,
     /// The column's SQL type (`text`, `numeric`, `date`, `timestamptz`, `boolean`).
     pub sql_type: String,
-    /// A checkbox: unset and `false` are the same key.
+    /// A checkbox: never written (NULL) and `false` are the same key, as
+    /// in the filter's `is false`.
     pub boolean: bool,
     /// Some batch key holds null here: compare with `IS NOT DISTINCT FROM`
     /// (otherwise plain `=`, which an index on the column can serve).

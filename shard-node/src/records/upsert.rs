@@ -11,8 +11,10 @@
 //!
 //! Key semantics (the spec is silent): values compare after the write
 //! conversion (a choice name matches by its id, dates by day or instant,
-//! numbers by value); a null key value matches an unset cell; for a
-//! checkbox, `false` matches an unset cell too (unset reads false).
+//! numbers by value); a null key value matches an unset cell. A checkbox
+//! key compares as checked or not, the way the filter's `is` does: `true`
+//! matches a checked cell; `false` (or null) matches an unchecked cell or
+//! one never written (which reads null).
 
 use std::collections::HashMap;
 

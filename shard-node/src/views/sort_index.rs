@@ -5,7 +5,8 @@
 //! bookmark page in descending order) is an index walk, not a sort of the
 //! whole table. Only a view's *first* sort term gets one (the rest is an
 //! incremental sort within equal keys), only plain column keys (number,
-//! date, text; not single select or checkbox, whose keys are expressions),
+//! date, text; not single select, whose key is an expression, nor checkbox,
+//! whose two values leave the id order within each to a full sort anyway),
 //! and each field at most once. Indexes are never created for an ad hoc
 //! `sort` parameter: each one taxes every write of the table, so they
 //! follow what a view declares. The index outlives the view (dropped with

@@ -2,7 +2,9 @@
 //! clashes, self-links, the target's database, `allow_multiple`,
 //! `conditions` compiled against the target, picker rules, locked keys.
 
-use e2e_tests::{unique, Person};
+use cluster_protocol::control::{Access, DatabaseScope, Role};
+use cluster_protocol::HEADER_FOREIGN_TABLE;
+use e2e_tests::{cluster, unique, Person, Reply};
 use serde_json::{json, Value};
 
 use super::{id, Db};
@@ -208,7 +210,95 @@ async fn self_links_targets_and_missing_options() {
             json!({"name": "X", "type": "link", "options": {"target_table_id": stable}}),
         )
         .await;
-    assert!(r.status == 400 || r.status == 404, "{}", r.body);
+    assert_eq!(r.status, 404, "{}", r.body);
+}
+
+/// Part B: an id matching nothing is 404, and so is one the caller may not
+/// see; only an existing table of another database the caller can see is
+/// the 400 "must be in the same database". The shard holding this
+/// database knows neither; the router settles it.
+#[tokio::test]
+async fn a_link_target_the_caller_cannot_see_is_404() {
+    let d = Db::new().await;
+    let people = d.table("People").await;
+    let link_to = |target: &str| json!({"name": "X", "type": "link", "options": {"target_table_id": target, "reverse_field_name": "Y"}});
+    let refused = |r: Reply, status: u16| {
+        assert_eq!(r.status, status, "{}", r.body);
+        assert!(
+            r.header(HEADER_FOREIGN_TABLE).is_none(),
+            "the router keeps its header to itself"
+        );
+        r
+    };
+
+    // A tag that names no database at all.
+    let r = d.create(&people, link_to("tbl_AAAAAAAAAAAA")).await;
+    refused(r, 404).expect_error(404, "not_found");
+
+    // Someone else's database: its table exists, but not for this caller.
+    let stranger = Person::new().await;
+    let theirs = id(&stranger.api.create_database(&unique("s")).await);
+    let their_table = id(&stranger.api.create_table(&theirs, "S").await);
+    refused(d.create(&people, link_to(&their_table)).await, 404);
+
+    // Another database of the owner's: an id of it naming no table is 404,
+    // an existing table the 400.
+    let elsewhere = id(&d.owner.api.create_database(&unique("other")).await);
+    let foreign = id(&d.owner.api.create_table(&elsewhere, "Foreign").await);
+    let ghost = format!("tbl_{}zzzzzzz", &elsewhere[3..8]);
+    refused(d.create(&people, link_to(&ghost)).await, 404);
+    let msg =
+        refused(d.create(&people, link_to(&foreign)).await, 400).expect_error(400, "bad_request");
+    assert!(msg.contains("same database"), "{msg}");
+
+    // A key narrowed to this database cannot see the other one: 404.
+    let (_, narrowed) = d
+        .owner
+        .another_key(Access::ReadWrite, DatabaseScope::Only(vec![d.id.clone()]))
+        .await;
+    let r = narrowed
+        .post(&format!("/api/tables/{people}/fields"), link_to(&foreign))
+        .await;
+    refused(r, 404);
+
+    // Becoming a member (or holding a support grant) makes the stranger's
+    // table visible: then it is the 400.
+    d.owner.join(&theirs, Role::Viewer).await;
+    refused(d.create(&people, link_to(&their_table)).await, 400);
+    let guest = Person::new().await;
+    guest.join(&d.id, Role::Editor).await;
+    let guest_link = |target: &str| {
+        let body = link_to(target);
+        let path = format!("/api/tables/{people}/fields");
+        let api = &guest.api;
+        async move { api.post(&path, body).await }
+    };
+    refused(guest_link(&foreign).await, 404);
+    cluster()
+        .control_plane
+        .grant_support(&elsewhere, &guest.user_id)
+        .await
+        .expect("grant support");
+    refused(guest_link(&foreign).await, 400);
+    refused(guest_link(&ghost).await, 404);
+
+    // Nothing was written on any of these.
+    assert!(d.fields(&people).await.is_empty());
+    // Changing a field's type to link is refused whatever the target.
+    let plain = d
+        .field(
+            &people,
+            json!({"name": "Plain", "type": "single_line_text"}),
+        )
+        .await;
+    let msg = d
+        .patch(
+            &id(&plain),
+            json!({"type": "link", "options": {"target_table_id": "tbl_AAAAAAAAAAAA"}}),
+        )
+        .await
+        .expect_error(400, "bad_request");
+    assert!(msg.contains("cannot be changed to link"), "{msg}");
 }
 
 #[tokio::test]

@@ -206,7 +206,8 @@ impl Db {
             .unwrap();
     }
 
-    /// Inserts a webhook row on `table` (webhooks have no route yet) with
+    /// Inserts a bare webhook row on `table` straight into the catalog (a
+    /// chosen id, no receiver: all these tests need) with
     /// id `whk_` + the database's tag + `suffix` (7 characters) and the
     /// watch list `watched` (NULL when `None`); returns its id.
     pub async fn webhook(&self, table: &str, suffix: &str, watched: Option<&[String]>) -> String {

@@ -118,7 +118,7 @@ fn order_by_sql() {
         plan.order_by(),
         format!(
             "left(\"r\".\"{NAME}\", 500) ASC NULLS LAST, \"r\".\"{NAME}\" ASC NULLS LAST, \"r\".\"{PRICE}\" DESC NULLS FIRST, {stage_key} DESC NULLS FIRST, \
-             COALESCE(\"r\".\"{DONE}\", FALSE) ASC NULLS LAST, \"r\".\"{AT}\" ASC NULLS LAST, \"r\".\"id\" ASC"
+             \"r\".\"{DONE}\" ASC NULLS LAST, \"r\".\"{AT}\" ASC NULLS LAST, \"r\".\"id\" ASC"
         )
     );
     assert_eq!(
@@ -207,13 +207,18 @@ fn keyset_sql() {
             then: Some(format!("({ln} IS NOT NULL)")),
         }
     );
-    // A checkbox key is never NULL: no second part.
+    // A checkbox is NULL until written: its never-set cells come after
+    // `false` and `true` ascending.
     let plan = parse_sort("Done", &s).unwrap().plan(&s, "r", &mut p);
     let bm = Bookmark {
         values: vec![Some("false".into())],
         ..bm
     };
-    assert_eq!(plan.resume(&bm, "", &mut p).unwrap().then, None);
+    let done = format!("\"r\".\"{DONE}\"");
+    assert_eq!(
+        plan.resume(&bm, "", &mut p).unwrap().then,
+        Some(format!("({done} IS NULL)"))
+    );
 }
 
 #[test]

@@ -32,9 +32,12 @@ pub struct LinkPlan {
     pub mirror: Map<String, Value>,
 }
 
-/// The target table named by `options.target_table_id`: 400 when missing
-/// or in another database (told by the routing tag of the id), 404 when
-/// no such table is visible.
+/// The target table named by `options.target_table_id`: 400 when missing;
+/// 404 when it has this database's routing tag (or none) but names no
+/// table here; [`ApiError::ForeignLinkTarget`] when its tag is another
+/// database's, which the router settles (404 unless the caller can see
+/// such a table, else this 400): a shard does not know what else the
+/// caller can see.
 pub fn target<'a>(
     options: &Map<String, Value>,
     schema: &'a DatabaseSchema,
@@ -49,9 +52,7 @@ pub fn target<'a>(
         return Ok(t);
     }
     if ids::tag_of(Kind::Table, id).is_some_and(|tag| tag != database_tag) {
-        return Err(ApiError::bad_request(
-            "A link's target table must be in the same database.",
-        ));
+        return Err(ApiError::ForeignLinkTarget(id.to_owned()));
     }
     Err(ApiError::NotFound)
 }

@@ -25,7 +25,6 @@ fn column_json(f: &FieldRow, row: &str) -> String {
         Some("timestamptz") => format!(
             "to_jsonb(to_char({e} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'))"
         ),
-        Some("boolean") => format!("to_jsonb(coalesce({e}, false))"),
         Some("text[]") if f.costume == Costume::Attachment => {
             format!("coalesce(to_jsonb({e}), '[]'::jsonb)")
         }

@@ -30,7 +30,7 @@ pub enum Scalar {
     Text,
     /// `numeric` sent as text: a JSON number.
     Number,
-    /// `boolean`: NULL reads as false (the checkbox rule).
+    /// `boolean`: `true`/`false`; NULL (a checkbox never written) reads null.
     Bool,
     /// `date`: `"YYYY-MM-DD"`.
     Day,
@@ -263,10 +263,11 @@ fn write_scalar(
             Some(t) => write_number(out, t),
             None => out.extend_from_slice(b"null"),
         },
-        Scalar::Bool => {
-            let b = row.try_get::<_, Option<bool>>(i)?.unwrap_or(false);
-            out.extend_from_slice(if b { b"true" } else { b"false" });
-        }
+        Scalar::Bool => match row.try_get::<_, Option<bool>>(i)? {
+            Some(true) => out.extend_from_slice(b"true"),
+            Some(false) => out.extend_from_slice(b"false"),
+            None => out.extend_from_slice(b"null"),
+        },
         Scalar::Day => match row.try_get::<_, Option<Day>>(i)? {
             Some(Day(d)) => write_day(out, d),
             None => out.extend_from_slice(b"null"),
@@ -316,9 +317,6 @@ fn write_array(
             let Some(items) = row.try_get::<_, Option<Vec<Option<bool>>>>(i)? else {
                 return Ok(false);
             };
-            // Each element is a checkbox: NULL reads as false.
-            let items: Vec<Option<bool>> =
-                items.into_iter().map(|b| Some(b == Some(true))).collect();
             write_list(out, &items, |o, b| {
                 o.extend_from_slice(if *b { b"true" } else { b"false" })
             });
