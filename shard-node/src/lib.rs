@@ -66,6 +66,11 @@ pub async fn run_until(
     migrate(&db).await?;
     let _purger = trash::purger::spawn(db.clone(), config.trash);
     let state = AppState::new(&config, db)?;
+    webhooks::deliverer::spawn(
+        state.db.clone(),
+        state.egress.clone(),
+        state.webhooks.clone(),
+    );
     let _match_clock = webhooks::clock::spawn(state.clone(), config.webhooks.match_clock_interval);
     let app = http::router(state).layer(axum::middleware::from_fn(abandon_scope));
     tracing::info!(

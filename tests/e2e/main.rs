@@ -24,4 +24,5 @@ mod tables;
 mod trash;
 mod views;
 mod webhooks_config;
+mod webhooks_deliveries;
 mod webhooks_events;

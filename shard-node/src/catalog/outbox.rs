@@ -7,9 +7,10 @@ use deadpool_postgres::GenericClient;
 
 use crate::webhooks::rules::{PayloadKey, Rule, Trigger};
 
-/// The channel the deliverer listens on; a NOTIFY in the enqueuing
-/// transaction wakes it when that transaction commits.
-pub const DELIVERIES_CHANNEL: &str = "webhook_deliveries";
+/// The channel the deliverer listens on (`catalog::deliveries::CHANNEL`);
+/// a NOTIFY in the enqueuing transaction wakes it when that transaction
+/// commits.
+use super::deliveries::CHANNEL as DELIVERIES_CHANNEL;
 
 /// Every webhook of the database, as the schema model carries it.
 pub async fn rules(

@@ -150,11 +150,20 @@ pub async fn spawn_app_on(url: String) -> TestApp {
 
 /// A node with its own pool size and time limits.
 pub async fn spawn_app_with(url: String, pool_size: usize, db_limits: DbLimits) -> TestApp {
-    spawn_app_settings(url, pool_size, db_limits, Default::default()).await
+    spawn_node(url, pool_size, db_limits, Default::default()).await
 }
 
-/// A node with its own pool size, time limits and webhook settings.
-pub async fn spawn_app_settings(
+/// A node with its own webhook settings (retry schedule, timeout, egress
+/// allow list). Its deliverer claims every due delivery of its database,
+/// so give it a database of its own ([`private_database`]).
+pub async fn spawn_app_webhooks(
+    url: String,
+    webhooks: shard_node::config::WebhookSettings,
+) -> TestApp {
+    spawn_node(url, 4, DbLimits::default(), webhooks).await
+}
+
+async fn spawn_node(
     url: String,
     pool_size: usize,
     db_limits: DbLimits,
@@ -179,7 +188,12 @@ pub async fn spawn_app_settings(
             panic!("shard node failed: {e:#}");
         }
     });
-    let (pg, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+    connect_to(addr, &url).await
+}
+
+/// Waits for the node at `addr` to be healthy and connects to its database.
+pub async fn connect_to(addr: SocketAddr, url: &str) -> TestApp {
+    let (pg, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .unwrap();
     tokio::spawn(conn);
@@ -188,7 +202,7 @@ pub async fn spawn_app_settings(
     for _ in 0..100 {
         if let Ok(r) = http.get(&health).send().await {
             if r.status() == 200 {
-                let db = shard_node::state::Db::connect(&url, 2).unwrap();
+                let db = shard_node::state::Db::connect(url, 2).unwrap();
                 return TestApp { addr, http, pg, db };
             }
         }

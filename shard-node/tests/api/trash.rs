@@ -282,10 +282,12 @@ async fn the_purger_removes_records_trashed_over_the_retention() {
         .execute(&format!("UPDATE \"{db}\".\"{tid}\" SET deleted_at = now() - interval '8 days' WHERE id = $1"), &[&ids[0]])
         .await
         .unwrap();
-    let n = shard_node::trash::purger::purge_expired(&app.db, shard_node::config::TRASH_RETENTION)
+    // Another test's node, sharing this PostgreSQL database, runs a purger
+    // pass when it starts and may remove the record first: what is checked
+    // is what is left.
+    shard_node::trash::purger::purge_expired(&app.db, shard_node::config::TRASH_RETENTION)
         .await
         .unwrap();
-    assert!(n >= 1);
     let left: Vec<String> = app
         .pg
         .query(
