@@ -5,18 +5,26 @@
 //! sending is the deliverer's part). Webhook URLs point at a small receiver
 //! in this process that answers 204 to anything.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use e2e_tests::{database_postgres, id, Person};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// A receiver on 127.0.0.1 that answers every request 204; its URL.
-async fn receiver() -> String {
+/// Request bodies a receiver got, in arrival order.
+type Received = Arc<Mutex<Vec<String>>>;
+
+/// A receiver on 127.0.0.1 that answers every request 204 and keeps its
+/// body; its URL.
+async fn receiver() -> (String, Received) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let received = Received::default();
+    let kept = received.clone();
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
+            let kept = kept.clone();
             tokio::spawn(async move {
                 let mut buf = Vec::new();
                 let mut chunk = [0u8; 4096];
@@ -41,6 +49,8 @@ async fn receiver() -> String {
                             Ok(n) => buf.extend_from_slice(&chunk[..n]),
                         }
                     }
+                    let body = String::from_utf8_lossy(&buf[end + 4..end + 4 + len]).into_owned();
+                    kept.lock().unwrap().push(body);
                     buf.drain(..end + 4 + len);
                     let reply = b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n";
                     if socket.write_all(reply).await.is_err() {
@@ -50,7 +60,7 @@ async fn receiver() -> String {
             });
         }
     });
-    format!("http://{addr}/hook")
+    (format!("http://{addr}/hook"), received)
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -63,6 +73,7 @@ struct Fx {
     deals: String,
     people: String,
     url: String,
+    received: Received,
     pg: tokio_postgres::Client,
 }
 
@@ -85,12 +96,14 @@ impl Fx {
             api.create_field(&deals, body).await;
         }
         let pg = database_postgres(&db).await;
+        let (url, received) = receiver().await;
         Fx {
             person,
             db,
             deals,
             people,
-            url: receiver().await,
+            url,
+            received,
             pg,
         }
     }
@@ -288,6 +301,33 @@ async fn every_write_path_enqueues_its_events() {
         .await
         .expect_ok();
     assert_eq!(fx.enqueued().await, before, "purge fires nothing");
+
+    // The deliverer sends each enqueued body as written, byte for byte.
+    let bodies: Vec<String> = fx
+        .pg
+        .query(
+            "SELECT body FROM deliveries WHERE webhook_id = $1",
+            &[&created],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let until = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let got = fx.received.lock().unwrap().clone();
+        if bodies.iter().all(|b| got.contains(b)) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < until,
+            "not every delivery arrived: {} enqueued, {} received",
+            bodies.len(),
+            got.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 #[tokio::test]
