@@ -124,12 +124,12 @@ fn placeholder_field<'a>(table: &'a TableSchema, inner: &str) -> Option<&'a str>
         .map(|f| f.id.as_str())
 }
 
+/// A placeholder's (start, end, field id or None) in a template.
+type Span = (usize, usize, Option<String>);
+
 /// The `{...}` spans of a template: the field ids they name (each once),
 /// and the spans as (start, end, field id or None).
-fn placeholders(
-    table: &TableSchema,
-    template: &str,
-) -> (Vec<String>, Vec<(usize, usize, Option<String>)>) {
+fn placeholders(table: &TableSchema, template: &str) -> (Vec<String>, Vec<Span>) {
     let mut ids: Vec<String> = Vec::new();
     let mut spans = Vec::new();
     let mut at = 0;

@@ -85,7 +85,7 @@ impl Ctx {
 }
 
 /// A batch item's `fields` object (absent or null = no cells).
-pub fn cells_of<'a>(item: &'a Value, i: usize) -> ApiResult<Option<&'a Map<String, Value>>> {
+pub fn cells_of(item: &Value, i: usize) -> ApiResult<Option<&Map<String, Value>>> {
     let Some(obj) = item.as_object() else {
         return Err(ApiError::bad_request(format!(
             "records[{i}] must be an object."
@@ -197,7 +197,9 @@ async fn write_links(
     rows: &[(String, Prepared)],
 ) -> ApiResult<()> {
     let table = ctx.table()?;
-    let mut by_field: BTreeMap<&str, (Vec<String>, Vec<String>, Vec<String>)> = BTreeMap::new();
+    // Per link field: the records written, then (record, linked) pairs.
+    type Writes = (Vec<String>, Vec<String>, Vec<String>);
+    let mut by_field: BTreeMap<&str, Writes> = BTreeMap::new();
     for (rid, p) in rows {
         for (fid, targets) in &p.links {
             let e = by_field.entry(fid.as_str()).or_default();
