@@ -18,12 +18,15 @@ pub async fn populate(api: &Api, db: &str, marker: &str) -> BTreeMap<String, Str
     let label = id(&api
         .create_field(&t2, json!({"name": "Label", "type": "single_line_text"}))
         .await);
-    // No webhook API yet: the row a button needs, as records.rs makes it.
+    // The row a button needs, as records.rs makes it; switched off, so the
+    // tenant's own writes enqueue nothing and the deliverer never touches
+    // it (a button press still would: the snapshot counts deliveries).
     let hook = format!("whk_{tag}{}", &unique("h")[2..9]);
     database_postgres(db)
         .await
         .execute(
-            "INSERT INTO webhooks (id, database_id, table_id, name) VALUES ($1, $2, $3, $4)",
+            "INSERT INTO webhooks (id, database_id, table_id, name, is_active)
+             VALUES ($1, $2, $3, $4, false)",
             &[&hook, &db, &t, &format!("{marker} hook")],
         )
         .await
@@ -154,8 +157,16 @@ pub async fn snapshot(api: &Api, a: &BTreeMap<String, String>) -> Value {
             "trash": get(format!("/api/tables/{t}/trash?page_size=1000")).await,
         }));
     }
-    let hooks: Vec<String> = database_postgres(db)
+    let pg = database_postgres(db).await;
+    let deliveries: i64 = pg
+        .query_one(
+            "SELECT count(*) FROM deliveries WHERE database_id = $1",
+            &[db],
+        )
         .await
+        .unwrap()
+        .get(0);
+    let hooks: Vec<String> = pg
         .query(
             "SELECT to_jsonb(w)::text FROM webhooks w WHERE database_id = $1 ORDER BY id",
             &[db],
@@ -171,5 +182,6 @@ pub async fn snapshot(api: &Api, a: &BTreeMap<String, String>) -> Value {
         "per_table": per_table,
         "record": get(format!("/api/tables/{}/records/{}", a["t"], a["r"])).await,
         "webhooks": hooks,
+        "deliveries": deliveries,
     })
 }
