@@ -163,6 +163,9 @@ pub async fn spawn_app_with(url: String, pool_size: usize, db_limits: DbLimits) 
         trash: Default::default(),
         db_limits,
         webhooks: Default::default(),
+        blobs: blobstore::Settings::local(
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("shard-node-blobs"),
+        ),
     };
     tokio::spawn(async move {
         if let Err(e) = shard_node::run_until(config, listener, std::future::pending()).await {
