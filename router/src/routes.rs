@@ -124,6 +124,24 @@ mod tests {
                 import: false
             }
         );
+        // The webhook's tag routes; a `dlv_` id further down rides along.
+        assert_eq!(
+            classify(
+                &Method::POST,
+                "/api/webhooks/whk_aaaaa1234567/deliveries/dlv_aaaaa7654321/replay"
+            ),
+            Route::Tagged {
+                tag: "aaaaa",
+                import: false
+            }
+        );
+        assert_eq!(
+            classify(&Method::POST, "/api/webhooks/whk_aaaaa1234567/test"),
+            Route::Tagged {
+                tag: "aaaaa",
+                import: false
+            }
+        );
     }
 
     #[test]

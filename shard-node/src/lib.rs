@@ -67,6 +67,11 @@ pub async fn run_until(
     let _purger = trash::purger::spawn(db.clone(), config.trash);
     let state = AppState::new(&config, db)?;
     check_blob_store(state.blobs.clone());
+    webhooks::deliverer::spawn(
+        state.db.clone(),
+        state.egress.clone(),
+        state.webhooks.clone(),
+    );
     let app = http::router(state).layer(axum::middleware::from_fn(abandon_scope));
     tracing::info!(
         shard = %config.shard_name,

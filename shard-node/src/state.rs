@@ -90,6 +90,13 @@ pub enum DbOp {
     UpdateWebhook,
     DeleteWebhook,
     RegenerateWebhookSecret,
+    ClaimDeliveries,
+    RecordAttempts,
+    NextDelivery,
+    PruneDeliveries,
+    TestWebhook,
+    ListDeliveries,
+    ReplayDelivery,
 }
 
 impl DbOp {
@@ -134,6 +141,13 @@ impl DbOp {
             DbOp::UpdateWebhook => "update_webhook",
             DbOp::DeleteWebhook => "delete_webhook",
             DbOp::RegenerateWebhookSecret => "regenerate_webhook_secret",
+            DbOp::ClaimDeliveries => "claim_deliveries",
+            DbOp::RecordAttempts => "record_attempts",
+            DbOp::NextDelivery => "next_delivery",
+            DbOp::PruneDeliveries => "prune_deliveries",
+            DbOp::TestWebhook => "test_webhook",
+            DbOp::ListDeliveries => "list_deliveries",
+            DbOp::ReplayDelivery => "replay_delivery",
         }
     }
 }
@@ -167,11 +181,19 @@ pub struct Db {
     pool_wait: Duration,
     /// Sessions for background work, at most [`MAINTENANCE_SESSIONS`].
     maintenance: Pool,
+    /// The webhook deliverer's session ([`Db::deliverer_client`]).
+    deliverer: Pool,
+    /// How to open a dedicated session (`LISTEN`), as the deliverer's.
+    dedicated: tokio_postgres::Config,
 }
 
 /// Background statements running at once (each may be a whole-table index
 /// build); more wait their turn rather than load the shard further.
 pub const MAINTENANCE_SESSIONS: usize = 2;
+
+/// Sessions of the webhook deliverer: it claims due deliveries and records
+/// attempts one statement at a time, never across an outgoing request.
+pub const DELIVERER_SESSIONS: usize = 1;
 
 /// Run first in a structural change's transaction: its statements may take
 /// `SHARD_SCHEMA_TIMEOUT_MS`, its lock waits `SHARD_STATEMENT_TIMEOUT_MS`.
@@ -249,15 +271,27 @@ impl Db {
                 ("idle_in_transaction_session_timeout", limits.maintenance),
             ],
         )?;
+        let deliverer = with_options(
+            url,
+            "shard-node deliverer",
+            &[
+                ("statement_timeout", limits.statement),
+                ("idle_in_transaction_session_timeout", limits.statement),
+            ],
+        )?;
         let pool_size = pool_size.max(1);
         let pool = build_pool(pooled, pool_size, Some(limits.pool_wait))?;
         // Background work waits for a session as long as it takes.
         let maintenance = build_pool(maintenance, MAINTENANCE_SESSIONS, None)?;
+        let dedicated = deliverer.clone();
+        let deliverer = build_pool(deliverer, DELIVERER_SESSIONS, None)?;
         Ok(Self {
             pool,
             fair: Arc::new(FairShare::new(limits.sessions_per_database(pool_size))),
             pool_wait: limits.pool_wait,
             maintenance,
+            deliverer,
+            dedicated,
         })
     }
 
@@ -291,6 +325,26 @@ impl Db {
     /// under the maintenance time limit.
     pub async fn maintenance_client(&self) -> ApiResult<Object> {
         Ok(self.maintenance.get().await?)
+    }
+
+    /// The webhook deliverer's session (not one of the request pool's),
+    /// under the request statement limit.
+    pub async fn deliverer_client(&self) -> ApiResult<Object> {
+        Ok(self.deliverer.get().await?)
+    }
+
+    /// A session of its own, outside every pool (the deliverer's `LISTEN`):
+    /// the caller drives the returned connection.
+    pub async fn dedicated_session(
+        &self,
+    ) -> Result<
+        (
+            tokio_postgres::Client,
+            tokio_postgres::Connection<tokio_postgres::Socket, tokio_postgres::tls::NoTlsStream>,
+        ),
+        tokio_postgres::Error,
+    > {
+        self.dedicated.connect(NoTls).await
     }
 
     /// Runs `work` in one transaction on a session of `database_id`'s

@@ -24,3 +24,4 @@ mod tables;
 mod trash;
 mod views;
 mod webhooks_config;
+mod webhooks_deliveries;

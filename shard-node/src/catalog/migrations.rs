@@ -19,6 +19,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0003_webhooks",
         include_str!("../../migrations/0003_webhooks.sql"),
     ),
+    (
+        "0004_delivery_claims",
+        include_str!("../../migrations/0004_delivery_claims.sql"),
+    ),
 ];
 
 /// Advisory lock key of the migration run ("shardmig" in ASCII).

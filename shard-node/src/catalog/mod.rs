@@ -3,6 +3,7 @@
 //! so callers decide the transaction boundaries.
 
 pub mod databases;
+pub mod deliveries;
 pub mod fields;
 pub mod migrations;
 pub mod tables;

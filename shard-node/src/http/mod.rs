@@ -87,6 +87,15 @@ pub fn router(state: AppState) -> Router {
                 .delete(webhooks::delete::handler),
         )
         .route("/api/webhooks/{id}/secret", post(webhooks::secret::handler))
+        .route("/api/webhooks/{id}/test", post(webhooks::test::handler))
+        .route(
+            "/api/webhooks/{id}/deliveries",
+            get(webhooks::deliveries::list_handler),
+        )
+        .route(
+            "/api/webhooks/{id}/deliveries/{delivery_id}/replay",
+            post(webhooks::deliveries::replay_handler),
+        )
         .fallback(not_found)
         .method_not_allowed_fallback(not_found)
         .layer(axum::extract::DefaultBodyLimit::max(

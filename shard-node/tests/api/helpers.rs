@@ -150,6 +150,25 @@ pub async fn spawn_app_on(url: String) -> TestApp {
 
 /// A node with its own pool size and time limits.
 pub async fn spawn_app_with(url: String, pool_size: usize, db_limits: DbLimits) -> TestApp {
+    spawn_node(url, pool_size, db_limits, Default::default()).await
+}
+
+/// A node with its own webhook settings (retry schedule, timeout, egress
+/// allow list). Its deliverer claims every due delivery of its database,
+/// so give it a database of its own ([`private_database`]).
+pub async fn spawn_app_webhooks(
+    url: String,
+    webhooks: shard_node::config::WebhookSettings,
+) -> TestApp {
+    spawn_node(url, 4, DbLimits::default(), webhooks).await
+}
+
+async fn spawn_node(
+    url: String,
+    pool_size: usize,
+    db_limits: DbLimits,
+    webhooks: shard_node::config::WebhookSettings,
+) -> TestApp {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let config = Config {
@@ -162,7 +181,7 @@ pub async fn spawn_app_with(url: String, pool_size: usize, db_limits: DbLimits) 
         pool_size,
         trash: Default::default(),
         db_limits,
-        webhooks: Default::default(),
+        webhooks,
         blobs: blobstore::Settings::local(
             std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("shard-node-blobs"),
         ),
@@ -172,7 +191,12 @@ pub async fn spawn_app_with(url: String, pool_size: usize, db_limits: DbLimits) 
             panic!("shard node failed: {e:#}");
         }
     });
-    let (pg, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+    connect_to(addr, &url).await
+}
+
+/// Waits for the node at `addr` to be healthy and connects to its database.
+pub async fn connect_to(addr: SocketAddr, url: &str) -> TestApp {
+    let (pg, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .unwrap();
     tokio::spawn(conn);
@@ -181,7 +205,7 @@ pub async fn spawn_app_with(url: String, pool_size: usize, db_limits: DbLimits) 
     for _ in 0..100 {
         if let Ok(r) = http.get(&health).send().await {
             if r.status() == 200 {
-                let db = shard_node::state::Db::connect(&url, 2).unwrap();
+                let db = shard_node::state::Db::connect(url, 2).unwrap();
                 return TestApp { addr, http, pg, db };
             }
         }

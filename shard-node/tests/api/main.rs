@@ -2,6 +2,7 @@
 
 mod auth;
 mod databases;
+mod deliveries;
 mod fields;
 mod helpers;
 mod records;
