@@ -139,6 +139,16 @@ impl TestStore {
     }
 }
 
+impl Drop for TestStore {
+    /// A local store's directory goes with it (the S3 server's data lives in
+    /// the test cluster's directory, which `deploy/test` wipes each run).
+    fn drop(&mut self) {
+        if let StoreKind::Local { root } = &self.kind {
+            let _ = std::fs::remove_dir_all(root);
+        }
+    }
+}
+
 pub fn database_id() -> String {
     ids::new_database_id(&ids::random_token(ids::TAG_LEN))
 }
