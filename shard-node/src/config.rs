@@ -84,6 +84,9 @@ pub struct Config {
     pub db_limits: DbLimits,
     /// Webhook delivery, the match clock and the egress allow list.
     pub webhooks: WebhookSettings,
+    /// Where attachment bytes live: `BLOB_STORE` (`local` or `s3`),
+    /// `BLOB_DIR`, `S3_*` ([`blobstore::settings`] has the table).
+    pub blobs: blobstore::Settings,
 }
 
 /// Part C's delivery timings and the knobs of ARCHITECTURE.md's operator
@@ -343,6 +346,7 @@ impl Config {
             },
             db_limits: DbLimits::from_env()?,
             webhooks: WebhookSettings::from_env()?,
+            blobs: blobstore::Settings::from_env()?,
         })
     }
 }

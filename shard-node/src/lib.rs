@@ -66,6 +66,7 @@ pub async fn run_until(
     migrate(&db).await?;
     let _purger = trash::purger::spawn(db.clone(), config.trash);
     let state = AppState::new(&config, db)?;
+    check_blob_store(state.blobs.clone());
     webhooks::deliverer::spawn(
         state.db.clone(),
         state.egress.clone(),
@@ -84,6 +85,22 @@ pub async fn run_until(
         .context("serve")?;
     tracing::info!("shard node stopped");
     Ok(())
+}
+
+/// Says in the log, once, whether the blob store answers: a bucket that
+/// is missing or refuses the credentials fails only the routes that need
+/// it, so the node serves on either way.
+fn check_blob_store(blobs: blobstore::BlobStore) {
+    tokio::spawn(async move {
+        match blobs.check().await {
+            Ok(()) => tracing::info!(store = blobs.kind(), "blob store ready"),
+            Err(e) => tracing::warn!(
+                store = blobs.kind(),
+                error = format!("{e:#}"),
+                "blob store unavailable: attachment uploads and downloads will fail"
+            ),
+        }
+    });
 }
 
 /// Every request runs inside [`cancel::abandon_on_drop`]: dropped

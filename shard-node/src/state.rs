@@ -27,10 +27,14 @@ pub struct AppState {
     pub egress: crate::egress::Egress,
     /// Webhook delivery timings and the match clock.
     pub webhooks: Arc<crate::config::WebhookSettings>,
+    /// The cluster-wide store of attachment bytes (shared by every shard,
+    /// keyed by database and attachment id).
+    pub blobs: blobstore::BlobStore,
 }
 
 impl AppState {
-    /// Fails only on a setting that does not parse (`EGRESS_ALLOW_CIDRS`).
+    /// Fails on a setting that does not parse (`EGRESS_ALLOW_CIDRS`) and on
+    /// a local blob directory that cannot be created.
     pub fn new(config: &Config, db: Db) -> anyhow::Result<Self> {
         Ok(Self {
             db,
@@ -39,6 +43,7 @@ impl AppState {
             shard_name: Arc::from(config.shard_name.as_str()),
             egress: crate::egress::Egress::new(&config.webhooks.egress_allow_cidrs)?,
             webhooks: Arc::new(config.webhooks.clone()),
+            blobs: blobstore::BlobStore::open(&config.blobs)?,
         })
     }
 }

@@ -182,6 +182,9 @@ async fn spawn_node(
         trash: Default::default(),
         db_limits,
         webhooks,
+        blobs: blobstore::Settings::local(
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("shard-node-blobs"),
+        ),
     };
     tokio::spawn(async move {
         if let Err(e) = shard_node::run_until(config, listener, std::future::pending()).await {
