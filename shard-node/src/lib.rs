@@ -28,6 +28,7 @@ pub mod error;
 pub mod fair_share;
 pub mod fields;
 pub mod http;
+pub mod import;
 pub mod json;
 pub mod records;
 pub mod schema;

@@ -6,6 +6,7 @@ mod cross_tenant;
 mod databases;
 mod fields;
 mod fixtures;
+mod import;
 mod keys;
 mod rate_limits;
 mod records;

@@ -8,4 +8,6 @@ pub mod principal;
 pub mod roles;
 
 pub use principal::Caller;
-pub use roles::{Access, Creator, DeleteDatabase, DeleteTable, Editor, Owner, OwnerAct, Reader};
+pub use roles::{
+    Access, AnyCaller, Creator, DeleteDatabase, DeleteTable, Editor, Owner, OwnerAct, Reader,
+};

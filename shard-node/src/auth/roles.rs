@@ -103,12 +103,18 @@ pub fn refusal(p: &Principal, need: Need) -> Option<&'static str> {
 
 async fn authorize(parts: &mut Parts, state: &AppState, need: Need) -> ApiResult<Access> {
     let Caller(principal) = Caller::from_request_parts(parts, state).await?;
-    let Some(database_id) = principal.database_id.clone() else {
-        return Err(ApiError::NotFound);
-    };
     if principal.role.is_none() && !principal.support {
         return Err(ApiError::NotFound);
     }
+    held(principal, state, need).await
+}
+
+/// The database the principal names, which this shard must hold (else 421),
+/// and the role check of `need`.
+async fn held(principal: Principal, state: &AppState, need: Need) -> ApiResult<Access> {
+    let Some(database_id) = principal.database_id.clone() else {
+        return Err(ApiError::NotFound);
+    };
     let held = state
         .db
         .measured(DbOp::DatabaseHeld, async {
@@ -127,6 +133,19 @@ async fn authorize(parts: &mut Parts, state: &AppState, need: Need) -> ApiResult
         database_id,
         schema_version,
     })
+}
+
+/// Any caller of a database this shard holds, member or not: only the
+/// import preview, where part B does not check membership (the router
+/// forwards it with no role). Grants nothing else.
+pub struct AnyCaller(pub Access);
+
+impl FromRequestParts<AppState> for AnyCaller {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        let Caller(principal) = Caller::from_request_parts(parts, state).await?;
+        held(principal, state, Need::Read).await.map(AnyCaller)
+    }
 }
 
 /// Any member (or a support grant): reads.

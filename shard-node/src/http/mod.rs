@@ -12,7 +12,7 @@ use crate::auth::principal::require_principal;
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::webhooks::api as webhooks;
-use crate::{databases, fields, records, tables, trash, views};
+use crate::{databases, fields, import, records, tables, trash, views};
 
 async fn not_found() -> ApiError {
     ApiError::NotFound
@@ -27,6 +27,7 @@ pub fn router(state: AppState) -> Router {
             "/api/databases/{id}",
             axum::routing::patch(databases::update::handler).delete(databases::delete::handler),
         )
+        .route("/api/databases/{id}/import", post(import::api::handler))
         .route(
             "/api/databases/{id}/tables",
             get(tables::list::handler).post(tables::create::handler),
