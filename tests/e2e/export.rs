@@ -97,6 +97,7 @@ async fn export_writes_every_entry_in_part_b_shapes() {
         json!({"name": "At", "type": "date", "options": {"include_time": true}}),
         json!({"name": "Done", "type": "checkbox"}),
         json!({"name": "Score", "type": "number"}),
+        json!({"name": "Spent", "type": "duration", "options": {"duration_format": "h:mm:ss"}}),
     ] {
         api.create_field(&tasks, body).await;
     }
@@ -108,7 +109,7 @@ async fn export_writes_every_entry_in_part_b_shapes() {
             &records,
             json!({"records": [
                 {"fields": {"Title": "=HYPERLINK(\"x\")", "Owner": [ann], "Tags": ["red", "blue"],
-                            "At": "2026-03-04T05:06:07Z", "Done": true, "Score": -12}},
+                            "At": "2026-03-04T05:06:07Z", "Done": true, "Score": -12, "Spent": 5425}},
                 {"fields": {"Title": "-not a number", "Done": false}},
                 {"fields": {"Title": "gone"}},
             ]}),
@@ -170,7 +171,7 @@ async fn export_writes_every_entry_in_part_b_shapes() {
     let rows = csv_rows(&out.entries["Tasks.csv"]);
     assert_eq!(
         rows[0],
-        ["id", "Title", "Owner", "Tags", "At", "Done", "Score"]
+        ["id", "Title", "Owner", "Tags", "At", "Done", "Score", "Spent"]
     );
     assert_eq!(rows.len(), 3, "the trashed record is absent: {rows:?}");
     let row = |rec: &str| rows.iter().find(|r| r[0] == rec).expect("a live record");
@@ -182,12 +183,13 @@ async fn export_writes_every_entry_in_part_b_shapes() {
             "red, blue",
             "2026-03-04T05:06:07.000Z",
             "true",
-            "-12"
+            "-12",
+            "1:30:25"
         ]
     );
     assert_eq!(
         row(&ids[1])[1..],
-        ["'-not a number", "", "", "", "false", ""]
+        ["'-not a number", "", "", "", "false", "", ""]
     );
     assert!(!rows.iter().any(|r| r[0] == ids[2]));
     assert_eq!(csv_rows(&out.entries["tasks (2).csv"]), [["id"]]);
