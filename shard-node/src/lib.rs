@@ -13,6 +13,7 @@
 //!   [`tenant_schema`]: all DDL of tenant schemas and tables.
 //! * [`schema`]: the schema model of a database (tables, fields, costumes,
 //!   columns, operators), cached per database by `schema_version`.
+//! * [`export`]: the database as a streamed zip (part B, Export).
 //! * [`error`]: the one error type and its HTTP mapping.
 //! * [`state`]: the pool and its time limits; [`fair_share`]: each
 //!   database's share of the pool; [`cancel`]: what an abandoned request
@@ -25,6 +26,7 @@ pub mod config;
 pub mod databases;
 pub mod egress;
 pub mod error;
+pub mod export;
 pub mod fair_share;
 pub mod fields;
 pub mod http;

@@ -4,6 +4,7 @@ mod auth;
 mod client_errors;
 mod cross_tenant;
 mod databases;
+mod export;
 mod fields;
 mod fixtures;
 mod import;

@@ -32,6 +32,7 @@ pub fn router(state: AppState) -> Router {
             "/api/databases/{id}/tables",
             get(tables::list::handler).post(tables::create::handler),
         )
+        .route("/api/databases/{id}/export", get(crate::export::handler))
         .route(
             "/api/tables/{id}",
             get(tables::get::handler)

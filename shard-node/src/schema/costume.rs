@@ -16,6 +16,24 @@ pub enum StorageKind {
     None,
 }
 
+impl StorageKind {
+    /// Part A's name of the kind (`none` for a button).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            StorageKind::Text => "text",
+            StorageKind::LongText => "long_text",
+            StorageKind::Number => "number",
+            StorageKind::Date => "date",
+            StorageKind::Checkbox => "checkbox",
+            StorageKind::SingleSelect => "single_select",
+            StorageKind::MultiSelect => "multi_select",
+            StorageKind::Link => "link",
+            StorageKind::Attachment => "attachment",
+            StorageKind::None => "none",
+        }
+    }
+}
+
 macro_rules! costumes {
     ($($variant:ident => $name:literal),* $(,)?) => {
         /// One of the 28 stored costumes.

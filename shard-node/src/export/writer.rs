@@ -1,0 +1,247 @@
+//! The zip's entries, written in order into any `Write` (the reply's
+//! channel in production): `manifest.json`, one CSV per table,
+//! `comments.csv` (editor rank and above), `attachments.csv`, `README.txt`.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use tokio::sync::mpsc::Sender;
+use tokio_postgres::types::ToSql;
+use zip::write::{SimpleFileOptions, StreamWriter};
+use zip::{CompressionMethod, ZipWriter};
+
+use super::{cells, names, PAGE};
+use crate::catalog::databases::Database;
+use crate::catalog::views::View;
+use crate::json::format_ts;
+use crate::records::cells::read;
+use crate::records::store;
+use crate::schema::DatabaseSchema;
+use crate::tenant_schema;
+
+/// What one export writes, read before the first byte is sent.
+pub struct Plan {
+    pub manifest: Value,
+    pub schema: Arc<DatabaseSchema>,
+    pub with_comments: bool,
+}
+
+pub const COMMENTS_HEADER: [&str; 8] = [
+    "id",
+    "table",
+    "record_id",
+    "author",
+    "author_id",
+    "created_at",
+    "edited",
+    "body",
+];
+pub const ATTACHMENTS_HEADER: [&str; 5] = ["id", "record_id", "filename", "size_bytes", "path"];
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+pub const README: &str = "\
+This archive is an export of one database.
+
+manifest.json    the database, its tables (with display field), fields
+                 (storage kind, costume, options) and views (full config).
+<table>.csv      one file per table: the record id, then every field in
+                 grid order; records in the trash are not included. Link
+                 cells hold the linked records' display texts (their ids
+                 when they have none), lists are joined with \", \",
+                 durations use the field's format, date-times are UTC ISO
+                 instants. A value that a spreadsheet would run as a
+                 formula starts with a single quote (').
+comments.csv     record comments (only in exports made by editors and
+                 owners).
+attachments.csv  the attachment registry.
+
+Not exported yet: record comments and attachment files do not exist in this
+service yet, so comments.csv and attachments.csv hold only their header
+and there is no attachments/ folder.
+";
+
+/// The manifest of part B: database, tables, fields, views.
+pub fn manifest(
+    database: &Database,
+    schema: &DatabaseSchema,
+    views: &[Vec<View>],
+    now: DateTime<Utc>,
+) -> Value {
+    let tables: Vec<Value> = schema
+        .tables
+        .iter()
+        .zip(views)
+        .map(|(t, vs)| {
+            json!({
+                "id": t.id,
+                "name": t.name,
+                "display_field_id": t.display_field_id,
+                "fields": t.fields.iter().map(|f| json!({
+                    "id": f.id,
+                    "name": f.name,
+                    "storage_kind": f.costume.storage().as_str(),
+                    "costume": f.costume.as_str(),
+                    "options": f.options,
+                })).collect::<Vec<_>>(),
+                "views": vs.iter().map(|v| json!({
+                    "id": v.id,
+                    "name": v.name,
+                    "type": v.config.get("type").and_then(Value::as_str).unwrap_or("grid"),
+                    "config": v.config,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({
+        "exported_at": format_ts(&now),
+        "database": {"id": database.id, "name": database.name},
+        "tables": tables,
+    })
+}
+
+/// A `Write` that hands the zip's bytes to the reply body in chunks; a
+/// gone client fails the next write (the export stops).
+pub struct ChannelSink {
+    tx: Sender<std::io::Result<Bytes>>,
+    buf: Vec<u8>,
+}
+
+const CHUNK: usize = 64 * 1024;
+
+impl ChannelSink {
+    pub fn new(tx: Sender<std::io::Result<Bytes>>) -> Self {
+        ChannelSink {
+            tx,
+            buf: Vec::with_capacity(CHUNK),
+        }
+    }
+
+    fn send(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)));
+        self.tx
+            .blocking_send(Ok(chunk))
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "client gone"))
+    }
+}
+
+impl Write for ChannelSink {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= CHUNK {
+            self.send()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.send()
+    }
+}
+
+fn options() -> SimpleFileOptions {
+    SimpleFileOptions::default().compression_method(CompressionMethod::Deflated)
+}
+
+fn header_only<W: Write>(
+    zip: &mut ZipWriter<StreamWriter<W>>,
+    name: &str,
+    header: &[&str],
+) -> anyhow::Result<()> {
+    zip.start_file(name, options())?;
+    zip.write_all(BOM)?;
+    let mut csv = csv::Writer::from_writer(&mut *zip);
+    csv.write_record(header)?;
+    csv.flush()?;
+    Ok(())
+}
+
+/// Writes the whole zip; reads records through `client` on `runtime`
+/// (called off the async runtime).
+pub fn write_zip<W: Write>(
+    sink: W,
+    plan: &Plan,
+    client: &deadpool_postgres::Object,
+    runtime: &tokio::runtime::Handle,
+) -> anyhow::Result<()> {
+    let mut zip = ZipWriter::new_stream(sink);
+    zip.start_file("manifest.json", options())?;
+    serde_json::to_writer_pretty(&mut zip, &plan.manifest)?;
+    let schema = &plan.schema;
+    let entry_names = names::csv_names(schema.tables.iter().map(|t| t.name.as_str()));
+    for (table, entry) in schema.tables.iter().zip(&entry_names) {
+        zip.start_file(entry.as_str(), options())?;
+        zip.write_all(BOM)?;
+        let mut csv = csv::Writer::from_writer(&mut zip);
+        write_table(&mut csv, schema, table, client, runtime)?;
+        csv.flush()?;
+    }
+    if plan.with_comments {
+        header_only(&mut zip, "comments.csv", &COMMENTS_HEADER)?;
+    }
+    header_only(&mut zip, "attachments.csv", &ATTACHMENTS_HEADER)?;
+    zip.start_file("README.txt", options())?;
+    zip.write_all(README.as_bytes())?;
+    let mut sink = zip.finish()?.into_inner();
+    sink.flush()?;
+    Ok(())
+}
+
+/// One table's CSV rows: the header, then its live records in id order,
+/// read [`PAGE`] at a time after the last id written.
+fn write_table<W: Write>(
+    csv: &mut csv::Writer<W>,
+    schema: &DatabaseSchema,
+    table: &crate::schema::TableSchema,
+    client: &deadpool_postgres::Object,
+    runtime: &tokio::runtime::Handle,
+) -> anyhow::Result<()> {
+    // Grid order: fields by position (the schema model keeps them so).
+    let mut header = vec!["id".to_owned()];
+    header.extend(table.fields.iter().map(|f| f.name.clone()));
+    csv.write_record(&header)?;
+    let set = read::read_set(schema, table, None);
+    let qualified = tenant_schema::table(&schema.database_id, &table.id)?;
+    let sql = format!(
+        "SELECT {} FROM {qualified} AS {row} WHERE {row}.deleted_at IS NULL AND {row}.id > ${} \
+         ORDER BY {row}.id LIMIT {PAGE}",
+        store::select_list(&set.exprs()),
+        set.values.len() + 1,
+        row = store::ROW,
+    );
+    let bound = store::bind(&set.values);
+    let mut after = String::new();
+    loop {
+        let rows = runtime.block_on(async {
+            let mut refs: Vec<&(dyn ToSql + Sync)> = bound
+                .iter()
+                .map(|(b, _)| b.as_ref() as &(dyn ToSql + Sync))
+                .collect();
+            refs.push(&after);
+            let statement = client.prepare_cached(&sql).await?;
+            client.query(&statement, &refs).await
+        })?;
+        for row in &rows {
+            let rec = store::from_row(row, set.fields.len())?;
+            let mut line = Vec::with_capacity(set.fields.len() + 1);
+            line.push(rec.id.clone());
+            for ((field, read), cell) in table.fields.iter().zip(&set.fields).zip(&rec.cells) {
+                line.push(cells::cell_text(
+                    field,
+                    &read.post,
+                    cell.as_ref().unwrap_or(&Value::Null),
+                ));
+            }
+            csv.write_record(&line)?;
+            after = rec.id;
+        }
+        if (rows.len() as i64) < PAGE {
+            return Ok(());
+        }
+    }
+}
