@@ -87,6 +87,9 @@ pub struct Config {
     /// Where attachment bytes live: `BLOB_STORE` (`local` or `s3`),
     /// `BLOB_DIR`, `S3_*` ([`blobstore::settings`] has the table).
     pub blobs: blobstore::Settings,
+    /// `PUBLIC_URL`, default `http://127.0.0.1:8080`: the router address
+    /// clients reach, the base of signed attachment links (local store).
+    pub public_url: String,
 }
 
 /// Part C's delivery timings and the knobs of ARCHITECTURE.md's operator
@@ -347,9 +350,13 @@ impl Config {
             db_limits: DbLimits::from_env()?,
             webhooks: WebhookSettings::from_env()?,
             blobs: blobstore::Settings::from_env()?,
+            public_url: optional("PUBLIC_URL").unwrap_or_else(|| DEFAULT_PUBLIC_URL.into()),
         })
     }
 }
+
+/// Where clients reach the cluster when `PUBLIC_URL` is not set.
+pub const DEFAULT_PUBLIC_URL: &str = "http://127.0.0.1:8080";
 
 /// Fields per table (part C); a link counts on both tables.
 pub const MAX_FIELDS_PER_TABLE: i64 = 500;

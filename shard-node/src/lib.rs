@@ -19,6 +19,7 @@
 //!   database's share of the pool; [`cancel`]: what an abandoned request
 //!   does to the statements it left running.
 
+pub mod attachments;
 pub mod auth;
 pub mod cancel;
 pub mod catalog;

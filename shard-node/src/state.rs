@@ -30,12 +30,15 @@ pub struct AppState {
     /// The cluster-wide store of attachment bytes (shared by every shard,
     /// keyed by database and attachment id).
     pub blobs: blobstore::BlobStore,
+    /// Signs the links of attachment cells and uploads (`PUBLIC_URL`).
+    pub links: crate::attachments::links::Links,
 }
 
 impl AppState {
     /// Fails on a setting that does not parse (`EGRESS_ALLOW_CIDRS`) and on
     /// a local blob directory that cannot be created.
     pub fn new(config: &Config, db: Db) -> anyhow::Result<Self> {
+        let blobs = blobstore::BlobStore::open(&config.blobs)?;
         Ok(Self {
             db,
             schemas: Arc::new(crate::schema::cache::SchemaCache::new()),
@@ -43,7 +46,12 @@ impl AppState {
             shard_name: Arc::from(config.shard_name.as_str()),
             egress: crate::egress::Egress::new(&config.webhooks.egress_allow_cidrs)?,
             webhooks: Arc::new(config.webhooks.clone()),
-            blobs: blobstore::BlobStore::open(&config.blobs)?,
+            blobs: blobs.clone(),
+            links: crate::attachments::links::Links::new(
+                config.cluster_secret.expose().as_bytes(),
+                &config.public_url,
+                blobs,
+            ),
         })
     }
 }

@@ -23,6 +23,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0004_delivery_claims",
         include_str!("../../migrations/0004_delivery_claims.sql"),
     ),
+    (
+        "0005_attachments",
+        include_str!("../../migrations/0005_attachments.sql"),
+    ),
 ];
 
 /// Advisory lock key of the migration run ("shardmig" in ASCII).

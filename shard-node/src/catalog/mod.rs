@@ -2,6 +2,7 @@
 //! one small function per query. Functions take any client or transaction,
 //! so callers decide the transaction boundaries.
 
+pub mod attachments;
 pub mod databases;
 pub mod deliveries;
 pub mod fields;

@@ -185,6 +185,7 @@ async fn spawn_node(
         blobs: blobstore::Settings::local(
             std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("shard-node-blobs"),
         ),
+        public_url: shard_node::config::DEFAULT_PUBLIC_URL.into(),
     };
     tokio::spawn(async move {
         if let Err(e) = shard_node::run_until(config, listener, std::future::pending()).await {
