@@ -582,6 +582,52 @@ mod tests {
         );
     }
 
+    /// A router streaming a body unread signs [`STREAMED_BODY`] as its
+    /// digest: accepted on the upload and import routes (a query string
+    /// too), a signature failure on every other route.
+    #[test]
+    fn streamed_body_verifies_on_the_two_streamed_routes_only() {
+        let streamed = |method: &'static str, path_and_query: &'static str| {
+            let target = Target {
+                method,
+                path_and_query,
+            };
+            let encoded = sample().encode();
+            let signed = SignedRequest {
+                signature: sign_encoded(b"s3cret", 1000, target, STREAMED_BODY, &encoded),
+                principal: encoded,
+                timestamp: "1000".into(),
+                body_sha256: STREAMED_BODY.into(),
+            };
+            verify_v2(&signed, target)
+        };
+        for (method, target) in [
+            ("POST", "/api/tables/tbl_Ab3dZ1234567/attachments"),
+            ("POST", "/api/databases/db_Ab3dZ1234567/import"),
+            ("POST", "/api/databases/db_Ab3dZ1234567/import?x=1"),
+        ] {
+            assert_eq!(streamed(method, target), Ok(sample()), "{method} {target}");
+        }
+        for (method, target) in [
+            ("POST", "/api/tables/tbl_Ab3dZ1234567/records"),
+            ("PATCH", "/api/tables/tbl_Ab3dZ1234567/records"),
+            ("PUT", "/api/tables/tbl_Ab3dZ1234567/attachments"),
+            ("GET", "/api/databases/db_Ab3dZ1234567/import"),
+            ("POST", "/api/databases/db_Ab3dZ1234567/tables"),
+            ("POST", "/api/databases"),
+            ("POST", "/api/tables/tbl_Ab3dZ1234567/attachments/x"),
+            ("GET", "/api/files/att_Ab3dZ1234567/original"),
+        ] {
+            assert_eq!(
+                streamed(method, target),
+                Err(VerifyError::BadSignature),
+                "{method} {target}"
+            );
+        }
+        // The marker names no digest: no body ever matches it.
+        assert!(!body_matches(STREAMED_BODY, STREAMED_BODY.as_bytes()));
+    }
+
     #[test]
     fn sign_encoded_matches_sign_request() {
         let h = sample().sign_request(b"s3cret", 1000, GET_TABLES, b"{}");

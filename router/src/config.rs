@@ -29,6 +29,10 @@ pub struct Config {
     pub address_limit_per_min: u64,
     /// Per-address shield without an Authorization header.
     pub anon_limit_per_min: u64,
+    /// Per-address shield of the public file links (`GET`/`HEAD
+    /// /api/files/...`, no API key), a counter of its own
+    /// (`ROUTER_FILES_LIMIT_PER_MIN`): a grid shows many thumbnails at once.
+    pub files_limit_per_min: u64,
     /// Requests handled at once before new ones are shed with 429.
     pub max_in_flight: usize,
     /// Idle pooled connections kept per shard.
@@ -60,7 +64,12 @@ pub struct ConnectionLimits {
     pub idle_timeout: Duration,
     /// `ROUTER_BODY_TIMEOUT_SECS`: how long a request body may take to
     /// arrive whole, from when the router starts reading it; then 408.
+    /// Not applied to the streamed routes (uploads, imports).
     pub body_timeout: Duration,
+    /// `ROUTER_STREAM_IDLE_TIMEOUT_SECS`: on the streamed routes (uploads,
+    /// imports), the longest wait for the next piece of the body; then 408.
+    /// A large upload at a steady pace has no overall deadline.
+    pub stream_idle_timeout: Duration,
     /// `ROUTER_SHARD_TIMEOUT_MS`: how long a shard may take to answer (the
     /// response head); then 504. Above the shard's own schema time limit.
     pub shard_timeout: Duration,
@@ -72,6 +81,7 @@ impl Default for ConnectionLimits {
             max_connections: 4096,
             idle_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(30),
+            stream_idle_timeout: Duration::from_secs(30),
             shard_timeout: Duration::from_secs(60),
         }
     }
@@ -96,6 +106,13 @@ impl ConnectionLimits {
             body_timeout: Duration::from_secs(positive(
                 "ROUTER_BODY_TIMEOUT_SECS",
                 number("ROUTER_BODY_TIMEOUT_SECS", d.body_timeout.as_secs())?,
+            )?),
+            stream_idle_timeout: Duration::from_secs(positive(
+                "ROUTER_STREAM_IDLE_TIMEOUT_SECS",
+                number(
+                    "ROUTER_STREAM_IDLE_TIMEOUT_SECS",
+                    d.stream_idle_timeout.as_secs(),
+                )?,
             )?),
             shard_timeout: Duration::from_millis(positive(
                 "ROUTER_SHARD_TIMEOUT_MS",
@@ -139,6 +156,7 @@ impl Config {
             key_limit_per_min: number("ROUTER_KEY_LIMIT_PER_MIN", 600)?,
             address_limit_per_min: number("ROUTER_ADDRESS_LIMIT_PER_MIN", 3000)?,
             anon_limit_per_min: number("ROUTER_ANON_LIMIT_PER_MIN", 60)?,
+            files_limit_per_min: number("ROUTER_FILES_LIMIT_PER_MIN", 3000)?,
             max_in_flight: number("ROUTER_MAX_IN_FLIGHT", 4096)?,
             pool_max_idle_per_host: number("ROUTER_POOL_IDLE_PER_SHARD", 256)?,
             shutdown_grace: Duration::from_secs(number("ROUTER_SHUTDOWN_GRACE_SECS", 30)?),

@@ -12,6 +12,7 @@ use hyper::body::Incoming;
 
 use crate::errors::{ApiError, Body};
 use crate::shard_conn::{self, ShardPool};
+use crate::stream_body::Progress;
 use crate::trace::{RequestSpan, TRACEPARENT};
 
 const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
@@ -54,18 +55,41 @@ impl Forwarder {
         headers: HeaderMap,
         body: Body,
     ) -> Result<Response<Incoming>, shard_conn::Error> {
-        let mut req = Request::new(body);
-        *req.method_mut() = method.clone();
-        *req.uri_mut() = if uri.scheme().is_none() && uri.authority().is_none() {
-            uri.clone()
-        } else {
-            // Absolute-form from the client: the shard gets origin-form.
-            uri.path_and_query()
-                .map_or(Uri::from_static("/"), |p| p.clone().into())
-        };
-        *req.headers_mut() = headers;
+        let req = shard_request(method, uri, headers, body);
         self.pool.send(shard_url, req).await
     }
+}
+
+impl Forwarder {
+    /// Like [`Forwarder::send`] for a body streamed from the client as it
+    /// arrives (see `ShardPool::send_streamed`).
+    pub async fn send_streamed(
+        &self,
+        shard_url: &str,
+        method: &Method,
+        uri: &Uri,
+        headers: HeaderMap,
+        body: Body,
+        progress: &Progress,
+    ) -> Result<Response<Incoming>, shard_conn::Error> {
+        let req = shard_request(method, uri, headers, body);
+        self.pool.send_streamed(shard_url, req, progress).await
+    }
+}
+
+/// The request a shard receives: origin-form target, the given headers.
+fn shard_request(method: &Method, uri: &Uri, headers: HeaderMap, body: Body) -> Request<Body> {
+    let mut req = Request::new(body);
+    *req.method_mut() = method.clone();
+    *req.uri_mut() = if uri.scheme().is_none() && uri.authority().is_none() {
+        uri.clone()
+    } else {
+        // Absolute-form from the client: the shard gets origin-form.
+        uri.path_and_query()
+            .map_or(Uri::from_static("/"), |p| p.clone().into())
+    };
+    *req.headers_mut() = headers;
+    req
 }
 
 fn named_in_connection(headers: &HeaderMap) -> Vec<HeaderName> {
@@ -89,11 +113,13 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
 
 /// Headers a shard never receives from a client: only the router sets
 /// `x-cluster-*`, the trace context and `x-forwarded-*`; the credential and
-/// Host stay here; framing is the router's own.
+/// Host stay here; framing (and `Expect: 100-continue`, which the router
+/// answers itself when it starts reading) is the router's own.
 fn withheld(name: &HeaderName) -> bool {
     name == header::AUTHORIZATION
         || name == header::HOST
         || name == header::TRANSFER_ENCODING
+        || name == header::EXPECT
         || name == TRACEPARENT
         || name == TRACESTATE
         || name == X_FORWARDED_FOR
@@ -146,11 +172,15 @@ pub async fn prepare_body(
     limit: usize,
     time: Duration,
 ) -> Result<Bytes, ApiError> {
-    let declared = headers
+    read_limited(body, declared_length(headers), limit, time).await
+}
+
+/// The body length a request declares in `Content-Length`, if any.
+pub fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    read_limited(body, declared, limit, time).await
+        .and_then(|v| v.trim().parse::<u64>().ok())
 }
 
 /// Reads a whole body of at most `limit` bytes (400 beyond it, after
@@ -249,6 +279,7 @@ mod tests {
         h.append(header::CONNECTION, HeaderValue::from_static("X-Other"));
         h.insert("x-other", HeaderValue::from_static("1"));
         h.insert(header::TE, HeaderValue::from_static("trailers"));
+        h.insert(header::EXPECT, HeaderValue::from_static("100-continue"));
         h.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
@@ -260,7 +291,7 @@ mod tests {
         assert!(out.get("x-secret").is_none());
         assert!(out.get("x-cluster-principal").is_none());
         assert!(out.get("x-cluster-signature").is_none());
-        for gone in ["traceparent", "keep-alive", "x-other", "te"] {
+        for gone in ["traceparent", "keep-alive", "x-other", "te", "expect"] {
             assert!(out.get(gone).is_none(), "{gone}");
         }
         assert_eq!(out["x-forwarded-for"], "1.2.3.4");

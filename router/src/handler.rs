@@ -11,7 +11,7 @@ use crate::forward::X_FORWARDED_FOR;
 use crate::routes::{classify, Route};
 use crate::state::AppState;
 use crate::trace::RequestSpan;
-use crate::{auth, bearer, databases, health, proxy, whoami};
+use crate::{auth, bearer, databases, files, health, proxy, whoami};
 
 /// The owned form of a route, so the request can be consumed afterwards.
 enum Target {
@@ -51,6 +51,10 @@ async fn dispatch(
                 Ok(()) => health::answer(state).await,
                 Err(e) => e.into_response(),
             }
+        }
+        Route::File { tag } => {
+            let tag = tag.map(str::to_string);
+            return files::serve(state, req, &address, tag.as_deref(), span).await;
         }
         Route::Whoami => Target::Whoami,
         Route::ListDatabases => Target::ListDatabases,

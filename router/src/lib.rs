@@ -9,6 +9,7 @@ pub mod config;
 pub mod cores;
 pub mod databases;
 pub mod errors;
+pub mod files;
 pub mod forward;
 pub mod handler;
 pub mod health;
@@ -26,7 +27,10 @@ pub mod routes;
 pub mod server;
 pub mod shard_conn;
 pub mod state;
+pub mod stream_body;
+pub mod streamed;
 pub mod trace;
+pub mod upload_limit;
 pub mod whoami;
 
 use std::future::Future;

@@ -127,6 +127,62 @@ impl Limiter {
         self.charge_locally(&c, now)
     }
 
+    /// Charges one request to a budget of its own (not the address shield
+    /// nor a key's): `limit` per window under the Redis keys
+    /// `{prefix}{name}:{bucket}`, or in process while Redis is unreachable.
+    pub async fn charge_budget(&self, prefix: &str, name: &str, limit: u64) -> Decision {
+        let now = now_ms();
+        let (bucket, elapsed) = bucket_of(now);
+        let previous = bucket.wrapping_sub(1);
+        let call = |call: &mut ScriptCall<'_>| {
+            call.key(&[prefix, name, ":"], Some(bucket));
+            call.key(&[prefix, name, ":"], Some(previous));
+            // The script's shield slot is the one budget; no key follows.
+            for arg in [elapsed, WINDOW_MS, limit, 0, now] {
+                call.arg(arg);
+            }
+        };
+        match self.eval(&self.script, call).await {
+            Some(Reply::Array(items)) => {
+                let n = |i: usize| {
+                    items
+                        .get(i)
+                        .and_then(Reply::as_i64)
+                        .unwrap_or(0)
+                        .max(0) as u64
+                };
+                decide(n(0) == 1, n(2), n(1), elapsed, limit)
+            }
+            _ => self
+                .local
+                .charge(&format!("{prefix}{name}"), limit, now_ms()),
+        }
+    }
+
+    /// Runs `script` on this limiter's connections, with the same
+    /// detection of a Redis that does not answer: `None` while it is down
+    /// (the caller then counts in process), else the script's reply.
+    pub async fn eval<F>(&self, script: &Script, call: F) -> Option<Reply>
+    where
+        F: Fn(&mut ScriptCall<'_>),
+    {
+        let now = now_ms();
+        if now < self.down_until.load(Ordering::Relaxed) {
+            return None;
+        }
+        match tokio::time::timeout(self.timeout, self.redis.eval(script, call)).await {
+            Ok(Ok(reply)) => Some(reply),
+            Ok(Err(e)) => {
+                self.redis_down(now, &e.to_string());
+                None
+            }
+            Err(_) => {
+                self.redis_down(now, "timed out");
+                None
+            }
+        }
+    }
+
     fn redis_down(&self, now: u64, why: &str) {
         self.down_until.store(now + 1_000, Ordering::Relaxed);
         let last = self.last_warning.load(Ordering::Relaxed);

@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use cluster_protocol::principal::{
     body_sha256, sign_encoded, Principal, Target, HEADER_BODY_SHA256, HEADER_PRINCIPAL,
     HEADER_SIGNATURE, HEADER_SIGNATURE_VERSION, HEADER_TIMESTAMP, SIGNATURE_VERSION,
+    STREAMED_BODY,
 };
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 
@@ -81,6 +82,37 @@ impl Signer {
         make: impl FnOnce() -> Principal,
         request: Request<'_>,
     ) {
+        if let Some(value) = self.encoded(key_id, matches, make) {
+            self.set(headers, value, request);
+        }
+    }
+
+    /// Like [`Signer::attach_with`] for a body the router streams to the
+    /// shard unread (`cluster_protocol::principal::is_streamed_route`): the
+    /// signed digest is [`STREAMED_BODY`], which a shard accepts on those
+    /// routes only.
+    pub fn attach_streamed(
+        &self,
+        headers: &mut HeaderMap,
+        key_id: &str,
+        matches: impl Fn(&Principal) -> bool,
+        make: impl FnOnce() -> Principal,
+        method: &Method,
+        uri: &Uri,
+    ) {
+        if let Some(value) = self.encoded(key_id, matches, make) {
+            self.set_digest(headers, value, method, uri, STREAMED_BODY);
+        }
+    }
+
+    /// The kept encoding of the principal `matches` recognises, else
+    /// `make`'s, encoded and kept.
+    fn encoded(
+        &self,
+        key_id: &str,
+        matches: impl Fn(&Principal) -> bool,
+        make: impl FnOnce() -> Principal,
+    ) -> Option<HeaderValue> {
         let cached = {
             let encoded = self.encoded.lock().unwrap_or_else(|p| p.into_inner());
             encoded.get(key_id).and_then(|list| {
@@ -89,14 +121,7 @@ impl Signer {
                     .map(|e| e.value.clone())
             })
         };
-        let value = match cached {
-            Some(value) => value,
-            None => match self.encode_and_keep(make()) {
-                Some(value) => value,
-                None => return,
-            },
-        };
-        self.set(headers, value, request);
+        cached.or_else(|| self.encode_and_keep(make()))
     }
 
     fn encode_and_keep(&self, principal: Principal) -> Option<HeaderValue> {
@@ -120,17 +145,28 @@ impl Signer {
     }
 
     fn set(&self, headers: &mut HeaderMap, principal: HeaderValue, request: Request<'_>) {
+        let digest = body_sha256(request.body);
+        self.set_digest(headers, principal, request.method, request.uri, &digest);
+    }
+
+    fn set_digest(
+        &self,
+        headers: &mut HeaderMap,
+        principal: HeaderValue,
+        method: &Method,
+        uri: &Uri,
+        digest: &str,
+    ) {
         let Ok(encoded) = principal.to_str() else {
             return;
         };
         let now = chrono::Utc::now().timestamp();
-        let digest = body_sha256(request.body);
         let target = Target {
-            method: request.method.as_str(),
-            path_and_query: origin_form(request.uri),
+            method: method.as_str(),
+            path_and_query: origin_form(uri),
         };
-        let signature = sign_encoded(&self.secret, now, target, &digest, encoded);
-        // Hex and digits: always valid header values.
+        let signature = sign_encoded(&self.secret, now, target, digest, encoded);
+        // Hex, digits and the streamed marker: always valid header values.
         let (Ok(signature), Ok(digest)) = (
             HeaderValue::try_from(signature),
             HeaderValue::try_from(digest),
@@ -234,5 +270,33 @@ mod tests {
         let digest = header(&h, HEADER_BODY_SHA256).unwrap();
         assert!(body_matches(digest, body));
         assert!(!body_matches(digest, b"{}"));
+    }
+
+    #[test]
+    fn a_streamed_body_is_signed_with_the_marker_on_its_routes_only() {
+        let signer = Signer::new(b"secret");
+        let p = principal("db_aaaaa1234567");
+        let sign = |target: &str| {
+            let uri: Uri = target.parse().unwrap();
+            let mut h = HeaderMap::new();
+            signer.attach_streamed(
+                &mut h,
+                &p.key_id,
+                |q| q == &p,
+                || p.clone(),
+                &Method::POST,
+                &uri,
+            );
+            h
+        };
+        let upload = "/api/tables/tbl_aaaaa1234567/attachments";
+        let h = sign(upload);
+        assert_eq!(header(&h, HEADER_BODY_SHA256), Some(STREAMED_BODY));
+        assert_eq!(verify(&h, "POST", upload).expect("verifies"), p);
+        let records = "/api/tables/tbl_aaaaa1234567/records";
+        assert_eq!(
+            verify(&sign(records), "POST", records),
+            Err(VerifyError::BadSignature)
+        );
     }
 }

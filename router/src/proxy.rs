@@ -3,7 +3,8 @@
 //! request (method, path and query, body digest: the body is read whole, at
 //! most `cluster_protocol::MAX_BODY_BYTES`). A 421 from the shard drops the
 //! placement and retries once; a refused link target in another database
-//! is settled by `link_target`.
+//! is settled by `link_target`. Uploads and imports stream their bodies
+//! instead (`streamed`).
 
 use cluster_protocol::MISPLACED_STATUS;
 use http::Response;
@@ -15,6 +16,7 @@ use crate::forward::{client_response, prepare_body, request_headers, shard_failu
 use crate::link_target;
 use crate::principal_sign::Request;
 use crate::state::AppState;
+use crate::streamed::{self, Destination, StreamedRoute};
 use crate::trace::{self, RequestSpan};
 
 pub async fn forward(
@@ -25,6 +27,10 @@ pub async fn forward(
     req: http::Request<Incoming>,
     span: &RequestSpan,
 ) -> Result<Response<Body>, ApiError> {
+    let streamed = StreamedRoute::of(req.method(), req.uri().path());
+    if let Some(route) = streamed {
+        route.check_declared(req.headers())?;
+    }
     let placement = state.placements.get(tag).await.map_err(|e| {
         span.log(|| tracing::error!(error = %e, tag, "placement lookup failed"));
         ApiError::dependency_down()
@@ -46,6 +52,15 @@ pub async fn forward(
     let support = role.is_none() && access.has_support(db);
     if role.is_none() && !support && !import {
         return Err(ApiError::NotFound);
+    }
+    if let Some(route) = streamed {
+        let to = Destination {
+            tag,
+            placement: &placement,
+            role,
+            support,
+        };
+        return streamed::forward(state, caller, route, to, req, span).await;
     }
 
     let (parts, body) = req.into_parts();

@@ -16,7 +16,24 @@ pub enum Route<'a> {
         /// `POST /api/databases/{id}/import`: forwarded without the membership check.
         import: bool,
     },
+    /// `GET`/`HEAD /api/files/{att_id}/{variant}`: a public file link, no
+    /// API key (the signature in its query is checked by the shard). `None`
+    /// when the attachment id or the variant is malformed (404).
+    File { tag: Option<&'a str> },
     NotFound,
+}
+
+/// The variants a file link may name.
+pub const FILE_VARIANTS: [&str; 3] = ["original", "thumb-256", "card-1024"];
+
+/// The routing tag of a file link's path after `/api/files/`, if it is
+/// `{att_id}/{variant}` with a well-formed id and a known variant.
+fn file_tag(rest: &str) -> Option<&str> {
+    let (id, variant) = rest.split_once('/')?;
+    if !FILE_VARIANTS.contains(&variant) {
+        return None;
+    }
+    tag_of(Kind::Attachment, id)
 }
 
 fn tagged_kind(segment: &str) -> Option<Kind> {
@@ -41,6 +58,14 @@ pub fn classify<'a>(method: &Method, path: &'a str) -> Route<'a> {
         "databases" if method == Method::GET => return Route::ListDatabases,
         "databases" if method == Method::POST => return Route::CreateDatabase,
         _ => {}
+    }
+    if let Some(file) = rest.strip_prefix("files/") {
+        if method == Method::GET || method == Method::HEAD {
+            return Route::File {
+                tag: file_tag(file),
+            };
+        }
+        return Route::NotFound;
     }
     let mut parts = rest.splitn(3, '/');
     let (Some(collection), Some(id)) = (parts.next(), parts.next()) else {
@@ -174,5 +199,33 @@ mod tests {
         assert_eq!(t("/api/share/tok/records"), Route::NotFound);
         assert_eq!(t("/other"), Route::NotFound);
         assert_eq!(t("/api/tables/tbl_Ab3dZ12345678"), Route::NotFound);
+    }
+
+    #[test]
+    fn file_links_carry_the_attachment_tag_or_nothing() {
+        let path = "/api/files/att_Ab3dZ1234567/thumb-256";
+        for m in [Method::GET, Method::HEAD] {
+            assert_eq!(classify(&m, path), Route::File { tag: Some("Ab3dZ") });
+        }
+        for variant in FILE_VARIANTS {
+            let p = format!("/api/files/att_Ab3dZ1234567/{variant}");
+            assert_eq!(
+                classify(&Method::GET, &p),
+                Route::File { tag: Some("Ab3dZ") }
+            );
+        }
+        for bad in [
+            "/api/files/att_short/original",
+            "/api/files/rec_Ab3dZ1234567/original",
+            "/api/files/att_Ab3dZ1234567/huge",
+            "/api/files/att_Ab3dZ1234567",
+            "/api/files/att_Ab3dZ1234567/",
+            "/api/files/att_Ab3dZ1234567/original/x",
+            "/api/files/",
+        ] {
+            assert_eq!(classify(&Method::GET, bad), Route::File { tag: None }, "{bad}");
+        }
+        assert_eq!(classify(&Method::POST, path), Route::NotFound);
+        assert_eq!(classify(&Method::DELETE, path), Route::NotFound);
     }
 }

@@ -22,6 +22,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpSocket;
 
 use crate::errors::Body;
+use crate::stream_body::Progress;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// A connection unused this long is closed instead of reused.
@@ -84,6 +85,37 @@ impl ShardPool {
         tokio::time::timeout(self.response_timeout, self.send_now(shard_url, req))
             .await
             .unwrap_or_else(|_| Err(Error::Timeout(shard_url.to_string(), self.response_timeout)))
+    }
+
+    /// Like [`ShardPool::send`] for a request whose body streams from the
+    /// client while it is sent: the response timeout counts from when the
+    /// body is over (a long upload at a steady pace is not cut off; the
+    /// client's pace is bounded by the body's own idle timeout). A shard
+    /// that stops reading the body for the response timeout is left too.
+    pub async fn send_streamed(
+        &self,
+        shard_url: &str,
+        req: Request<Body>,
+        progress: &Progress,
+    ) -> Result<Response<Incoming>, Error> {
+        let timeout = || Err(Error::Timeout(shard_url.to_string(), self.response_timeout));
+        let send = self.send_now(shard_url, req);
+        tokio::pin!(send);
+        while !progress.is_over() {
+            let stalled = progress.last_activity() + self.response_timeout;
+            tokio::select! {
+                sent = &mut send => return sent,
+                () = progress.over() => break,
+                () = tokio::time::sleep_until(stalled) => {
+                    if progress.last_activity() + self.response_timeout <= tokio::time::Instant::now() {
+                        return timeout();
+                    }
+                }
+            }
+        }
+        tokio::time::timeout(self.response_timeout, send)
+            .await
+            .unwrap_or_else(|_| timeout())
     }
 
     async fn send_now(

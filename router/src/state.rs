@@ -13,6 +13,7 @@ use tokio::sync::Semaphore;
 use crate::{
     access::AccessStore, config::Config, forward::Forwarder, health::HealthCache, keys::KeyStore,
     limiter_lua::Limiter, placement::PlacementStore, principal_sign::Signer, redis_conn::RedisPool,
+    upload_limit::UploadLimiter,
 };
 
 /// Idle Redis connections kept for the limiter (one per request in flight).
@@ -33,6 +34,8 @@ pub struct AppState {
     pub connections: Arc<Semaphore>,
     /// This core's Redis connections (the counters of its fallback are shared).
     pub limiter: Limiter,
+    /// The per-account upload limit (script and fallback log, shared).
+    pub uploads: Arc<UploadLimiter>,
     /// This core's pooled connections to the shards.
     pub forwarder: Forwarder,
 }
@@ -49,6 +52,7 @@ impl AppState {
             access: Arc::new(AccessStore::new(control.clone())),
             placements: Arc::new(PlacementStore::new(control.clone())),
             limiter: Limiter::new(redis),
+            uploads: Arc::default(),
             forwarder: Forwarder::new(
                 config.pool_max_idle_per_host,
                 config.connections.shard_timeout,
@@ -80,6 +84,7 @@ impl AppState {
             in_flight: self.in_flight.clone(),
             connections: self.connections.clone(),
             limiter: self.limiter.with_connections(redis),
+            uploads: self.uploads.clone(),
             forwarder: Forwarder::new(
                 self.config.pool_max_idle_per_host,
                 self.config.connections.shard_timeout,

@@ -42,6 +42,7 @@ fn config(cp: SocketAddr) -> router::Config {
         key_limit_per_min: 600,
         address_limit_per_min: 3000,
         anon_limit_per_min: 100_000,
+        files_limit_per_min: 10_000,
         max_in_flight: 1000,
         pool_max_idle_per_host: 16,
         shutdown_grace: Duration::from_secs(5),

@@ -191,6 +191,7 @@ async fn env(limits: ConnectionLimits, max_in_flight: usize, shard_url: &str) ->
         key_limit_per_min: 10_000,
         address_limit_per_min: 10_000,
         anon_limit_per_min: 10_000,
+        files_limit_per_min: 10_000,
         max_in_flight,
         pool_max_idle_per_host: 16,
         shutdown_grace: Duration::from_secs(1),

@@ -288,6 +288,7 @@ async fn env_with_config(
         key_limit_per_min: key_limit,
         address_limit_per_min: 3000,
         anon_limit_per_min: anon_limit,
+        files_limit_per_min: 10_000,
         max_in_flight: 1000,
         pool_max_idle_per_host: 16,
         shutdown_grace: std::time::Duration::from_secs(1),

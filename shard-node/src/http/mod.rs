@@ -5,7 +5,7 @@ pub mod guard;
 pub mod health;
 pub mod trace;
 
-use axum::routing::{get, post};
+use axum::routing::{get, post, MethodRouter};
 use axum::Router;
 
 use crate::auth::principal::require_principal;
@@ -18,6 +18,14 @@ async fn not_found() -> ApiError {
     ApiError::NotFound
 }
 
+/// A streamed route (`cluster_protocol::principal::is_streamed_route`):
+/// the router streams its body unread and `require_principal` hands it on
+/// unread, so the node-wide body limit does not apply; the handler caps
+/// what it reads itself.
+fn streamed(route: MethodRouter<AppState>) -> MethodRouter<AppState> {
+    route.layer(axum::extract::DefaultBodyLimit::disable())
+}
+
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/internal/health", get(health::handler))
@@ -27,7 +35,7 @@ pub fn router(state: AppState) -> Router {
             "/api/databases/{id}",
             axum::routing::patch(databases::update::handler).delete(databases::delete::handler),
         )
-        .route("/api/databases/{id}/import", post(import::api::handler))
+        .route("/api/databases/{id}/import", streamed(post(import::api::handler)))
         .route(
             "/api/databases/{id}/tables",
             get(tables::list::handler).post(tables::create::handler),
