@@ -22,6 +22,7 @@ mod security_limits;
 mod security_lookup_cap;
 mod security_privilege;
 mod shard_direct;
+mod streamed_bodies;
 mod tables;
 mod trash;
 mod views;
