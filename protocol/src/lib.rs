@@ -19,6 +19,8 @@ pub const SERVICE_NAME: &str = "tabula";
 
 /// The largest request body a router forwards and a shard reads: the router
 /// buffers a body whole to sign its digest, and refuses (400) a larger one.
+/// The streamed routes ([`principal::is_streamed_route`]: uploads, imports)
+/// are not buffered and have caps of their own.
 pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 /// [`MAX_BODY_BYTES`] as messages name it.
 pub const MAX_BODY_TEXT: &str = "10 MiB";

@@ -9,7 +9,8 @@
 //! first one, or the next one after a response), so it bounds idle
 //! keep-alive time and a slowly sent head alike. That is
 //! `ROUTER_IDLE_TIMEOUT_SECS`. Slow bodies are bounded where they are read
-//! (`forward`), and a slow shard by the shard pool's response timeout.
+//! (`forward`; on the streamed routes, by an idle timeout per piece in
+//! `stream_body`), and a slow shard by the shard pool's response timeout.
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -5,6 +5,12 @@
 //! became of it is shared with the request's handler through [`Progress`],
 //! which tells a cut (the client's fault: 400 or 408) from a shard failure,
 //! and when the body ended (the shard's response time counts from then).
+//!
+//! A body dropped unfinished without a cut (the shard answered early, say
+//! a 400 for a bad form, or could not be reached) is read on and dropped in
+//! the background, up to the cap and with the same idle timeout, so the
+//! client, still sending, reads the answer rather than a reset connection
+//! (a "lingering close").
 
 use std::future::Future;
 use std::pin::Pin;
@@ -103,8 +109,9 @@ impl Progress {
 
 /// The body a shard receives: `inner`, at most `cap` bytes, with at most
 /// `idle` between two pieces.
-pub struct StreamedBody<B> {
-    inner: B,
+pub struct StreamedBody<B: Lingering> {
+    /// Taken on drop when the body must be read on (see [`linger`]).
+    inner: Option<B>,
     seen: u64,
     cap: u64,
     idle: Duration,
@@ -113,11 +120,15 @@ pub struct StreamedBody<B> {
     progress: Arc<Progress>,
 }
 
-impl<B> StreamedBody<B> {
+/// What a streamed body must be to be read on after it was dropped.
+pub trait Lingering: HttpBody<Data = Bytes> + Send + Unpin + 'static {}
+impl<B: HttpBody<Data = Bytes> + Send + Unpin + 'static> Lingering for B {}
+
+impl<B: Lingering> StreamedBody<B> {
     pub fn new(inner: B, cap: u64, idle: Duration) -> (Self, Arc<Progress>) {
         let progress = Arc::new(Progress::new());
         let body = Self {
-            inner,
+            inner: Some(inner),
             seen: 0,
             cap,
             idle,
@@ -135,10 +146,7 @@ impl<B> StreamedBody<B> {
     }
 }
 
-impl<B> HttpBody for StreamedBody<B>
-where
-    B: HttpBody<Data = Bytes> + Unpin,
-{
+impl<B: Lingering> HttpBody for StreamedBody<B> {
     type Data = Bytes;
     type Error = BoxError;
 
@@ -147,10 +155,10 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = self.get_mut();
-        if this.finished {
+        let Some(inner) = this.inner.as_mut().filter(|_| !this.finished) else {
             return Poll::Ready(None);
-        }
-        match Pin::new(&mut this.inner).poll_frame(cx) {
+        };
+        match Pin::new(inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     this.seen += data.len() as u64;
@@ -177,17 +185,41 @@ where
     }
 
     fn is_end_stream(&self) -> bool {
-        self.finished || self.inner.is_end_stream()
+        self.finished || self.inner.as_ref().is_none_or(|b| b.is_end_stream())
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        self.inner
+            .as_ref()
+            .map_or_else(|| SizeHint::with_exact(0), |b| b.size_hint())
     }
 }
 
-impl<B> Drop for StreamedBody<B> {
+impl<B: Lingering> Drop for StreamedBody<B> {
     fn drop(&mut self) {
         self.progress.end(None);
+        if self.finished {
+            return;
+        }
+        let (Some(inner), Ok(runtime)) = (self.inner.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let left = self.cap.saturating_sub(self.seen);
+        runtime.spawn(linger(inner, left, self.idle));
+    }
+}
+
+/// Reads and drops the rest of an abandoned body: at most `left` bytes, at
+/// most `idle` between two pieces; then stops (the connection closes).
+async fn linger<B: Lingering>(mut body: B, mut left: u64, idle: Duration) {
+    use http_body_util::BodyExt;
+    while let Ok(Some(Ok(frame))) = tokio::time::timeout(idle, body.frame()).await {
+        let n = frame.data_ref().map_or(0, |d| d.len() as u64);
+        if n > left {
+            return;
+        }
+        left -= n;
     }
 }
 
@@ -284,6 +316,29 @@ mod tests {
         drop(body);
         waiter.await.unwrap();
         assert_eq!(progress.cut(), None);
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_body_is_read_on_up_to_its_cap() {
+        let (tx, inner) = chunks();
+        let (mut body, progress) = StreamedBody::new(inner, 10, Duration::from_secs(30));
+        tx.unbounded_send(piece(4)).unwrap();
+        assert!(body.frame().await.is_some());
+        // The shard answered early: the body is dropped half read.
+        drop(body);
+        assert!(progress.is_over());
+        assert_eq!(progress.cut(), None);
+        // The rest the client sends is read and dropped (the channel stays
+        // open while it is read) until the cap is passed.
+        tx.unbounded_send(piece(6)).unwrap();
+        tx.unbounded_send(piece(1)).unwrap();
+        let closed = tokio::time::timeout(Duration::from_secs(10), async {
+            while !tx.is_closed() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+        assert!(closed.is_ok(), "past the cap the body is let go");
     }
 
     #[tokio::test]
