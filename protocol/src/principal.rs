@@ -149,7 +149,13 @@ pub fn is_streamed_route(method: &str, path: &str) -> bool {
         return false;
     }
     let mut parts = path.trim_start_matches('/').split('/');
-    match (parts.next(), parts.next(), parts.next(), parts.next(), parts.next()) {
+    match (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) {
         (Some("api"), Some("tables"), Some(id), Some("attachments"), None) => !id.is_empty(),
         (Some("api"), Some("databases"), Some(id), Some("import"), None) => !id.is_empty(),
         _ => false,
@@ -309,7 +315,10 @@ impl Principal {
             return Err(VerifyError::Missing);
         };
         let streamed = body_sha256 == STREAMED_BODY
-            && is_streamed_route(target.method, target.path_and_query.split('?').next().unwrap_or(""));
+            && is_streamed_route(
+                target.method,
+                target.path_and_query.split('?').next().unwrap_or(""),
+            );
         if !is_sha256_hex(body_sha256) && !streamed {
             return Err(VerifyError::BadSignature);
         }
@@ -358,10 +367,22 @@ mod tests {
 
     #[test]
     fn only_uploads_and_imports_stream_their_bodies() {
-        assert!(is_streamed_route("POST", "/api/tables/tbl_AAAAA1234567/attachments"));
-        assert!(is_streamed_route("POST", "/api/databases/db_AAAAA1234567/import"));
-        assert!(!is_streamed_route("PATCH", "/api/tables/tbl_AAAAA1234567/attachments"));
-        assert!(!is_streamed_route("POST", "/api/tables/tbl_AAAAA1234567/records"));
+        assert!(is_streamed_route(
+            "POST",
+            "/api/tables/tbl_AAAAA1234567/attachments"
+        ));
+        assert!(is_streamed_route(
+            "POST",
+            "/api/databases/db_AAAAA1234567/import"
+        ));
+        assert!(!is_streamed_route(
+            "PATCH",
+            "/api/tables/tbl_AAAAA1234567/attachments"
+        ));
+        assert!(!is_streamed_route(
+            "POST",
+            "/api/tables/tbl_AAAAA1234567/records"
+        ));
         assert!(!is_streamed_route("POST", "/api/tables//attachments"));
         assert!(!is_streamed_route("POST", "/api/tables/x/attachments/y"));
         assert!(!body_matches(STREAMED_BODY, b""));

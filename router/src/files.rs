@@ -150,7 +150,10 @@ mod tests {
             ("if-modified-since", "Tue, 24 Nov 2026 10:00:00 GMT"),
             ("x-forwarded-for", "6.6.6.6"),
         ] {
-            h.insert(HeaderName::from_static(name), HeaderValue::from_static(value));
+            h.insert(
+                HeaderName::from_static(name),
+                HeaderValue::from_static(value),
+            );
         }
         let out = request_headers(&h, "1.2.3.4");
         for gone in ["authorization", "cookie", "x-cluster-principal"] {

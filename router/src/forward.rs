@@ -236,7 +236,7 @@ async fn read_or_drain(
 
 /// A byte limit as people read it (`10 MiB`, `64 KiB`).
 fn limit_text(limit: usize) -> String {
-    if limit >= 1 << 20 && limit % (1 << 20) == 0 {
+    if limit >= 1 << 20 && limit.is_multiple_of(1 << 20) {
         format!("{} MiB", limit >> 20)
     } else {
         format!("{} KiB", limit.div_ceil(1 << 10))

@@ -144,13 +144,7 @@ impl Limiter {
         };
         match self.eval(&self.script, call).await {
             Some(Reply::Array(items)) => {
-                let n = |i: usize| {
-                    items
-                        .get(i)
-                        .and_then(Reply::as_i64)
-                        .unwrap_or(0)
-                        .max(0) as u64
-                };
+                let n = |i: usize| items.get(i).and_then(Reply::as_i64).unwrap_or(0).max(0) as u64;
                 decide(n(0) == 1, n(2), n(1), elapsed, limit)
             }
             _ => self

@@ -12,8 +12,7 @@ use std::sync::Mutex;
 
 use cluster_protocol::principal::{
     body_sha256, sign_encoded, Principal, Target, HEADER_BODY_SHA256, HEADER_PRINCIPAL,
-    HEADER_SIGNATURE, HEADER_SIGNATURE_VERSION, HEADER_TIMESTAMP, SIGNATURE_VERSION,
-    STREAMED_BODY,
+    HEADER_SIGNATURE, HEADER_SIGNATURE_VERSION, HEADER_TIMESTAMP, SIGNATURE_VERSION, STREAMED_BODY,
 };
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 

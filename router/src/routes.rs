@@ -19,7 +19,9 @@ pub enum Route<'a> {
     /// `GET`/`HEAD /api/files/{att_id}/{variant}`: a public file link, no
     /// API key (the signature in its query is checked by the shard). `None`
     /// when the attachment id or the variant is malformed (404).
-    File { tag: Option<&'a str> },
+    File {
+        tag: Option<&'a str>,
+    },
     NotFound,
 }
 
@@ -223,7 +225,11 @@ mod tests {
             "/api/files/att_Ab3dZ1234567/original/x",
             "/api/files/",
         ] {
-            assert_eq!(classify(&Method::GET, bad), Route::File { tag: None }, "{bad}");
+            assert_eq!(
+                classify(&Method::GET, bad),
+                Route::File { tag: None },
+                "{bad}"
+            );
         }
         assert_eq!(classify(&Method::POST, path), Route::NotFound);
         assert_eq!(classify(&Method::DELETE, path), Route::NotFound);

@@ -234,7 +234,10 @@ mod tests {
 
     type Chunks = StreamBody<mpsc::UnboundedReceiver<Result<Frame<Bytes>, Infallible>>>;
 
-    fn chunks() -> (mpsc::UnboundedSender<Result<Frame<Bytes>, Infallible>>, Chunks) {
+    fn chunks() -> (
+        mpsc::UnboundedSender<Result<Frame<Bytes>, Infallible>>,
+        Chunks,
+    ) {
         let (tx, rx) = mpsc::unbounded();
         (tx, StreamBody::new(rx))
     }
@@ -343,8 +346,8 @@ mod tests {
 
     #[tokio::test]
     async fn the_size_hint_is_the_inner_bodys() {
-        let inner = http_body_util::Full::new(Bytes::from_static(b"abc"))
-            .map_err(|never| match never {});
+        let inner =
+            http_body_util::Full::new(Bytes::from_static(b"abc")).map_err(|never| match never {});
         let (body, _) = StreamedBody::new(inner, 10, Duration::from_secs(30));
         assert_eq!(body.size_hint().exact(), Some(3));
     }

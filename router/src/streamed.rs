@@ -23,7 +23,9 @@ use hyper::body::Incoming;
 
 use crate::auth::Caller;
 use crate::errors::{ApiError, Body};
-use crate::forward::{client_response, declared_length, read_limited, request_headers, shard_failure};
+use crate::forward::{
+    client_response, declared_length, read_limited, request_headers, shard_failure,
+};
 use crate::state::AppState;
 use crate::stream_body::{Cut, StreamedBody};
 use crate::trace::{self, RequestSpan};
@@ -206,10 +208,22 @@ mod tests {
             of(Method::POST, "/api/databases/db_Ab3dZ1234567/import"),
             Some(StreamedRoute::Import)
         );
-        assert_eq!(of(Method::GET, "/api/databases/db_Ab3dZ1234567/import"), None);
-        assert_eq!(of(Method::PATCH, "/api/tables/tbl_Ab3dZ1234567/attachments"), None);
-        assert_eq!(of(Method::POST, "/api/tables/tbl_Ab3dZ1234567/records"), None);
-        assert_eq!(of(Method::POST, "/api/databases/db_Ab3dZ1234567/tables"), None);
+        assert_eq!(
+            of(Method::GET, "/api/databases/db_Ab3dZ1234567/import"),
+            None
+        );
+        assert_eq!(
+            of(Method::PATCH, "/api/tables/tbl_Ab3dZ1234567/attachments"),
+            None
+        );
+        assert_eq!(
+            of(Method::POST, "/api/tables/tbl_Ab3dZ1234567/records"),
+            None
+        );
+        assert_eq!(
+            of(Method::POST, "/api/databases/db_Ab3dZ1234567/tables"),
+            None
+        );
     }
 
     #[test]
@@ -220,7 +234,10 @@ mod tests {
 
     fn declaring(n: &str) -> HeaderMap {
         let mut h = HeaderMap::new();
-        h.insert(http::header::CONTENT_LENGTH, HeaderValue::from_str(n).unwrap());
+        h.insert(
+            http::header::CONTENT_LENGTH,
+            HeaderValue::from_str(n).unwrap(),
+        );
         h
     }
 

@@ -66,7 +66,9 @@ impl Default for UploadLimiter {
 pub enum Verdict {
     Allowed,
     /// Refused: ms until one more upload would be allowed.
-    Refused { retry_after_ms: u64 },
+    Refused {
+        retry_after_ms: u64,
+    },
 }
 
 impl UploadLimiter {
@@ -108,10 +110,7 @@ impl UploadLimiter {
     fn charge_locally(&self, user_id: &str, now: u64) -> Verdict {
         let mut logs = self.local.lock().unwrap_or_else(|p| p.into_inner());
         if logs.len() > MAX_LOCAL_ACCOUNTS {
-            logs.retain(|_, log| {
-                log.back()
-                    .is_some_and(|t| t + UPLOAD_WINDOW_MS > now)
-            });
+            logs.retain(|_, log| log.back().is_some_and(|t| t + UPLOAD_WINDOW_MS > now));
         }
         let log = logs.entry(user_id.to_string()).or_default();
         charge_log(log, now, UPLOAD_WINDOW_MS, UPLOADS_PER_WINDOW)

@@ -203,7 +203,12 @@ async fn the_61st_upload_of_an_account_within_a_minute_is_a_400() {
     let other = Person::new().await;
     let db = other.api.new_database("stream").await;
     let table = id(&other.api.create_table(&db, "Files").await);
-    let r = post_form(&other.api, &format!("/api/tables/{table}/attachments"), form()).await;
+    let r = post_form(
+        &other.api,
+        &format!("/api/tables/{table}/attachments"),
+        form(),
+    )
+    .await;
     assert!(!limited(&r), "{}", r.body);
 }
 

@@ -301,7 +301,11 @@ async fn a_misplaced_streamed_request_is_503_and_not_replayed() {
     assert_eq!(header(&r, "retry-after").as_deref(), Some("1"));
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["code"], "unavailable");
-    assert_eq!(shard.hits.load(Ordering::SeqCst), 1, "sent once, never again");
+    assert_eq!(
+        shard.hits.load(Ordering::SeqCst),
+        1,
+        "sent once, never again"
+    );
 }
 
 async fn upload(e: &Env, table: &str, token: &str) -> reqwest::Response {
@@ -334,7 +338,11 @@ async fn the_61st_upload_of_an_account_within_a_minute_is_a_400() {
         ),
         "{message}"
     );
-    assert_eq!(shard.hits.load(Ordering::SeqCst), 60, "the refused one is not forwarded");
+    assert_eq!(
+        shard.hits.load(Ordering::SeqCst),
+        60,
+        "the refused one is not forwarded"
+    );
     // Another account has its own count; other routes are not limited.
     let (other, _, other_token) = e.user_with_key(Access::ReadWrite, DatabaseScope::All);
     e.member(&other, &db, Role::Editor);
@@ -383,7 +391,12 @@ async fn file_links_need_no_key_and_pass_only_file_headers() {
     assert!(header(&r, "x-cluster-internal").is_none());
     assert!(header(&r, "set-cookie").is_none());
     assert_eq!(r.text().await.unwrap(), "hello");
-    let seen = shard.file_requests.lock().unwrap().pop().expect("reached the shard");
+    let seen = shard
+        .file_requests
+        .lock()
+        .unwrap()
+        .pop()
+        .expect("reached the shard");
     assert_eq!(seen["range"], "bytes=0-4");
     assert_eq!(seen["if-none-match"], "\"e0\"");
     assert!(seen.get("cookie").is_none());
@@ -400,7 +413,7 @@ async fn file_links_need_no_key_and_pass_only_file_headers() {
     assert_eq!(r.status(), 206);
     let unknown = new_tagged(Kind::Attachment, &random_token(5));
     for bad in [
-        format!("/api/files/att_short/original"),
+        "/api/files/att_short/original".to_string(),
         format!("/api/files/{att}/huge"),
         format!("/api/files/{unknown}/original"),
     ] {

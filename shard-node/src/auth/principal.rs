@@ -154,7 +154,10 @@ mod tests {
     }
 
     async fn bytes_of(body: Body) -> Vec<u8> {
-        axum::body::to_bytes(body, usize::MAX).await.unwrap().to_vec()
+        axum::body::to_bytes(body, usize::MAX)
+            .await
+            .unwrap()
+            .to_vec()
     }
 
     #[tokio::test]
@@ -173,7 +176,9 @@ mod tests {
         // Larger than the node's buffered-body limit: not read here.
         let big = vec![b'x'; BODY_LIMIT_BYTES + 1];
         let h = digest_headers(STREAMED_BODY);
-        let body = checked_body(&h, Body::from(big.clone())).await.expect("passes");
+        let body = checked_body(&h, Body::from(big.clone()))
+            .await
+            .expect("passes");
         assert_eq!(bytes_of(body).await.len(), big.len());
     }
 }

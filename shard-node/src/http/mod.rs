@@ -35,7 +35,10 @@ pub fn router(state: AppState) -> Router {
             "/api/databases/{id}",
             axum::routing::patch(databases::update::handler).delete(databases::delete::handler),
         )
-        .route("/api/databases/{id}/import", streamed(post(import::api::handler)))
+        .route(
+            "/api/databases/{id}/import",
+            streamed(post(import::api::handler)),
+        )
         .route(
             "/api/databases/{id}/tables",
             get(tables::list::handler).post(tables::create::handler),
