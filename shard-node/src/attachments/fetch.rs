@@ -53,11 +53,35 @@ pub struct FetchedFile {
     pub thumbnails: bool,
 }
 
-/// The files one write request fetched, by (record, field, item).
-#[derive(Debug, Default)]
+/// The files one write request fetched, by (record, field, item). Until
+/// the write has committed their bytes belong to nobody: a request dropped
+/// midway (the client went away) deletes them in the background.
+#[derive(Default)]
 pub struct Fetched {
     database_id: String,
     files: HashMap<(usize, String, usize), FetchedFile>,
+    blobs: Option<blobstore::BlobStore>,
+}
+
+impl Drop for Fetched {
+    fn drop(&mut self) {
+        if self.files.is_empty() {
+            return;
+        }
+        let (Some(blobs), Ok(runtime)) = (self.blobs.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let files = std::mem::take(&mut self.files);
+        let database_id = self.database_id.clone();
+        runtime.spawn(async move {
+            for f in files.into_values() {
+                if let Err(e) = blobs.delete_attachment(&database_id, &f.id).await {
+                    tracing::warn!(database_id, attachment_id = f.id, error = %e, "could not delete the bytes of a fetched attachment whose write was abandoned");
+                }
+            }
+        });
+    }
 }
 
 impl Fetched {
@@ -68,16 +92,17 @@ impl Fetched {
 
     /// Passes on the outcome of the write these files were fetched for,
     /// deleting their bytes when it failed (nothing was registered).
-    pub async fn after_write<T>(self, state: &AppState, outcome: ApiResult<T>) -> ApiResult<T> {
-        if outcome.is_err() {
-            self.discard(state).await;
+    pub async fn after_write<T>(mut self, state: &AppState, outcome: ApiResult<T>) -> ApiResult<T> {
+        match outcome {
+            Ok(_) => self.files.clear(),
+            Err(_) => self.discard(state).await,
         }
         outcome
     }
 
     /// Deletes every fetched file's bytes (the write did not happen).
-    pub async fn discard(self, state: &AppState) {
-        for f in self.files.into_values() {
+    pub async fn discard(mut self, state: &AppState) {
+        for f in std::mem::take(&mut self.files).into_values() {
             ingest::discard(state, &self.database_id, &f.id).await;
         }
     }
@@ -142,6 +167,7 @@ pub async fn prefetch(
     let mut fetched = Fetched {
         database_id: database_id.to_owned(),
         files: HashMap::new(),
+        blobs: Some(state.blobs.clone()),
     };
     let candidate = cells
         .iter()
