@@ -55,8 +55,10 @@ fn ok(content_type: &str, extra: &str, body: &str) -> Vec<u8> {
 }
 
 fn redirect(to: &str) -> Vec<u8> {
-    format!("HTTP/1.1 302 Found\r\nlocation: {to}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-        .into_bytes()
+    format!(
+        "HTTP/1.1 302 Found\r\nlocation: {to}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    )
+    .into_bytes()
 }
 
 fn respond(path: &str) -> Vec<u8> {
@@ -129,7 +131,10 @@ impl Fx {
         let r = self
             .person
             .api
-            .post(&self.records(table), json!({"records": [{"fields": fields}]}))
+            .post(
+                &self.records(table),
+                json!({"records": [{"fields": fields}]}),
+            )
             .await;
         r.expect_ok()["records"][0].clone()
     }
@@ -215,17 +220,34 @@ async fn urls_are_fetched_into_the_cell_and_read_back_as_attachment_objects() {
         )
         .await;
     let files = rec["fields"]["Files"].as_array().expect("a list").clone();
-    let names: Vec<&str> = files.iter().map(|f| f["filename"].as_str().unwrap()).collect();
+    let names: Vec<&str> = files
+        .iter()
+        .map(|f| f["filename"].as_str().unwrap())
+        .collect();
     assert_eq!(
         names,
-        ["hello.txt", "given name.bin", "report.csv", "hello.txt", "file.txt"]
+        [
+            "hello.txt",
+            "given name.bin",
+            "report.csv",
+            "hello.txt",
+            "file.txt"
+        ]
     );
     for f in &files {
         let mut keys: Vec<&str> = f.as_object().unwrap().keys().map(String::as_str).collect();
         keys.sort_unstable();
         assert_eq!(
             keys,
-            ["card_url", "content_type", "filename", "id", "size_bytes", "thumb_url", "url"]
+            [
+                "card_url",
+                "content_type",
+                "filename",
+                "id",
+                "size_bytes",
+                "thumb_url",
+                "url"
+            ]
         );
         let att = f["id"].as_str().unwrap();
         assert!(att.starts_with("att_"), "{f}");
@@ -253,15 +275,19 @@ async fn urls_are_fetched_into_the_cell_and_read_back_as_attachment_objects() {
     let reg = fx.registry().await;
     assert_eq!(reg.len(), 5);
     let rid = id(&rec);
-    assert!(reg.iter().all(|(_, r, _, placed)| *r == rid && *placed), "{reg:?}");
+    assert!(
+        reg.iter().all(|(_, r, _, placed)| *r == rid && *placed),
+        "{reg:?}"
+    );
 
     // Every read shows the same objects in the stored order.
     let api = &fx.person.api;
-    let one = api
-        .get(&format!("{}/{rid}", fx.records(&fx.docs)))
-        .await;
+    let one = api.get(&format!("{}/{rid}", fx.records(&fx.docs))).await;
     assert_eq!(cell_ids(&one.expect_ok()["record"]["fields"]["Files"]), ids);
-    assert_eq!(one.body["record"]["fields"]["Files"][1]["filename"], "given name.bin");
+    assert_eq!(
+        one.body["record"]["fields"]["Files"][1]["filename"],
+        "given name.bin"
+    );
     assert_eq!(one.body["record"]["fields"]["Pics"], Value::Null);
     let page = api.get(&fx.records(&fx.docs)).await;
     let listed = &page.expect_ok()["records"][0]["fields"];
@@ -274,7 +300,10 @@ async fn urls_are_fetched_into_the_cell_and_read_back_as_attachment_objects() {
             json!({"key_by": "id", "cell_format": "ids"}),
         )
         .await;
-    let cells = by_post.expect_ok()["records"][0]["fields"].as_object().unwrap().clone();
+    let cells = by_post.expect_ok()["records"][0]["fields"]
+        .as_object()
+        .unwrap()
+        .clone();
     let files_cell = cells
         .values()
         .find(|v| v.is_array())
@@ -286,7 +315,10 @@ async fn urls_are_fetched_into_the_cell_and_read_back_as_attachment_objects() {
         .await
         .expect_ok();
     let trash = api.get(&format!("/api/tables/{}/trash", fx.docs)).await;
-    assert_eq!(cell_ids(&trash.expect_ok()["records"][0]["fields"]["Files"]), ids);
+    assert_eq!(
+        cell_ids(&trash.expect_ok()["records"][0]["fields"]["Files"]),
+        ids
+    );
     assert_eq!(fx.registry().await.len(), 5);
 }
 
@@ -305,7 +337,10 @@ async fn patch_replaces_the_list_and_ids_stay_bound_to_their_cell() {
 
     // Reorder and drop: c, a stay (as ids and objects), b goes.
     let r = fx.patch(&rid, json!({"Files": [c, {"id": a}, c]})).await;
-    assert_eq!(cell_ids(&r.expect_ok()["records"][0]["fields"]["Files"]), [c.clone(), a.clone()]);
+    assert_eq!(
+        cell_ids(&r.expect_ok()["records"][0]["fields"]["Files"]),
+        [c.clone(), a.clone()]
+    );
     let reg: Vec<String> = fx.registry().await.into_iter().map(|r| r.0).collect();
     let mut want = vec![a.clone(), c.clone()];
     want.sort();
@@ -322,16 +357,25 @@ async fn patch_replaces_the_list_and_ids_stay_bound_to_their_cell() {
     let now = cell_ids(&r.expect_ok()["records"][0]["fields"]["Files"]);
     assert_eq!(now.len(), 3);
     assert_eq!((&now[0], &now[2]), (a, c));
-    assert_eq!(r.body["records"][0]["fields"]["Files"][1]["filename"], "report.csv");
+    assert_eq!(
+        r.body["records"][0]["fields"]["Files"][1]["filename"],
+        "report.csv"
+    );
     assert_eq!(fx.registry().await.len(), 3);
 
     // Ids of another record, another field, another table: 400 naming it.
     let other = fx
-        .create(&fx.docs, json!({"Name": "b", "Files": [fx.url("/files/hello.txt")]}))
+        .create(
+            &fx.docs,
+            json!({"Name": "b", "Files": [fx.url("/files/hello.txt")]}),
+        )
         .await;
     let foreign = cell_ids(&other["fields"]["Files"]).remove(0);
     let elsewhere = fx
-        .create(&fx.other_table, json!({"Files": [fx.url("/files/hello.txt")]}))
+        .create(
+            &fx.other_table,
+            json!({"Files": [fx.url("/files/hello.txt")]}),
+        )
         .await;
     let far = cell_ids(&elsewhere["fields"]["Files"]).remove(0);
     let missing = "att_AAAAAnothere";
@@ -341,11 +385,21 @@ async fn patch_replaces_the_list_and_ids_stay_bound_to_their_cell() {
         (json!({"Files": [far]}), far.as_str()),
         (json!({"Files": [missing]}), missing),
     ] {
-        let m = fx.patch(&rid, fields).await.expect_error(400, "bad_request");
+        let m = fx
+            .patch(&rid, fields)
+            .await
+            .expect_error(400, "bad_request");
         assert!(m.contains(named), "{m}");
     }
-    let kept = fx.person.api.get(&format!("{}/{rid}", fx.records(&fx.docs))).await;
-    assert_eq!(cell_ids(&kept.expect_ok()["record"]["fields"]["Files"]), now);
+    let kept = fx
+        .person
+        .api
+        .get(&format!("{}/{rid}", fx.records(&fx.docs)))
+        .await;
+    assert_eq!(
+        cell_ids(&kept.expect_ok()["record"]["fields"]["Files"]),
+        now
+    );
     assert_eq!(fx.registry().await.len(), 5);
 
     // Ids on create: refused, nothing written.
@@ -397,7 +451,9 @@ async fn url_limits_and_failures_fail_the_whole_batch_and_leave_nothing() {
     let docs = fx.records(&fx.docs);
 
     // 21 URLs across records and fields: refused before any fetch.
-    let urls: Vec<String> = (0..21).map(|i| fx.url(&format!("/files/{i}.txt"))).collect();
+    let urls: Vec<String> = (0..21)
+        .map(|i| fx.url(&format!("/files/{i}.txt")))
+        .collect();
     let r = api
         .post(
             &docs,
@@ -409,7 +465,11 @@ async fn url_limits_and_failures_fail_the_whole_batch_and_leave_nothing() {
         .await;
     let m = r.expect_error(400, "bad_request");
     assert!(m.contains("20"), "{m}");
-    assert_eq!(fx.hits.load(Ordering::SeqCst), 0, "no request reached the server");
+    assert_eq!(
+        fx.hits.load(Ordering::SeqCst),
+        0,
+        "no request reached the server"
+    );
 
     // One bad URL among good ones: 400 naming it and why; nothing kept.
     let cases = [
@@ -432,29 +492,41 @@ async fn url_limits_and_failures_fail_the_whole_batch_and_leave_nothing() {
             .await;
         let m = r.expect_error(400, "bad_request");
         assert!(m.contains(&bad) && m.contains(why), "{path}: {m}");
-        assert!(fx.hits.load(Ordering::SeqCst) >= before + 3, "the good ones were fetched");
+        assert!(
+            fx.hits.load(Ordering::SeqCst) >= before + 3,
+            "the good ones were fetched"
+        );
         assert_eq!(fx.registry().await, vec![], "{path}: no registry rows");
         if let Some(files) = fx.stored_originals() {
-            assert_eq!(files, Vec::<PathBuf>::new(), "{path}: fetched files deleted");
+            assert_eq!(
+                files,
+                Vec::<PathBuf>::new(),
+                "{path}: fetched files deleted"
+            );
         }
     }
     // A metadata address written directly is refused too.
     let r = api
-        .post(&docs, json!({"records": [{"fields": {"Files": ["http://169.254.169.254/latest/"]}}]}))
+        .post(
+            &docs,
+            json!({"records": [{"fields": {"Files": ["http://169.254.169.254/latest/"]}}]}),
+        )
         .await;
     let m = r.expect_error(400, "bad_request");
     assert!(m.contains("169.254.169.254"), "{m}");
     let page = api.get(&docs).await;
-    assert_eq!(page.expect_ok()["records"], json!([]), "nothing was written");
+    assert_eq!(
+        page.expect_ok()["records"],
+        json!([]),
+        "nothing was written"
+    );
 }
 
 #[tokio::test]
 async fn webhook_payloads_carry_attachment_objects() {
     let fx = Fx::new().await;
     let api = &fx.person.api;
-    let hook = |trigger: &str| {
-        json!({"name": trigger, "trigger_type": trigger, "table_id": fx.docs, "url": fx.url("/hook")})
-    };
+    let hook = |trigger: &str| json!({"name": trigger, "trigger_type": trigger, "table_id": fx.docs, "url": fx.url("/hook")});
     let mut webhooks = Vec::new();
     for trigger in ["record_created", "record_updated"] {
         let r = api
@@ -463,7 +535,10 @@ async fn webhook_payloads_carry_attachment_objects() {
         webhooks.push(id(&r.expect_ok()["webhook"]));
     }
     let rec = fx
-        .create(&fx.docs, json!({"Name": "p", "Files": [fx.url("/files/hello.txt"), fx.url("/named")]}))
+        .create(
+            &fx.docs,
+            json!({"Name": "p", "Files": [fx.url("/files/hello.txt"), fx.url("/named")]}),
+        )
         .await;
     let rid = id(&rec);
     let ids = cell_ids(&rec["fields"]["Files"]);
@@ -474,18 +549,32 @@ async fn webhook_payloads_carry_attachment_objects() {
         let webhook = webhook.to_owned();
         async move {
             let row = pg
-                .query_one("SELECT body FROM deliveries WHERE webhook_id = $1", &[&webhook])
+                .query_one(
+                    "SELECT body FROM deliveries WHERE webhook_id = $1",
+                    &[&webhook],
+                )
                 .await
                 .unwrap();
             serde_json::from_str::<Value>(row.get::<_, &str>(0)).unwrap()
         }
     };
     let created = body(&webhooks[0]).await;
-    let files = created["after"]["fields"]["Files"].as_array().expect("objects").clone();
+    let files = created["after"]["fields"]["Files"]
+        .as_array()
+        .expect("objects")
+        .clone();
     assert_eq!(files.len(), 2);
-    let mut keys: Vec<&str> = files[0].as_object().unwrap().keys().map(String::as_str).collect();
+    let mut keys: Vec<&str> = files[0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     keys.sort_unstable();
-    assert_eq!(keys, ["content_type", "filename", "id", "size_bytes", "url"]);
+    assert_eq!(
+        keys,
+        ["content_type", "filename", "id", "size_bytes", "url"]
+    );
     assert_eq!(files[0]["id"], ids[0].as_str());
     assert_eq!(files[0]["filename"], "hello.txt");
     assert_eq!(files[0]["size_bytes"], HELLO.len());
@@ -496,5 +585,8 @@ async fn webhook_payloads_carry_attachment_objects() {
     // The update's before still shows the file the update dropped.
     let updated = body(&webhooks[1]).await;
     assert_eq!(cell_ids(&updated["before"]["fields"]["Files"]), ids);
-    assert_eq!(cell_ids(&updated["after"]["fields"]["Files"]), [ids[1].clone()]);
+    assert_eq!(
+        cell_ids(&updated["after"]["fields"]["Files"]),
+        [ids[1].clone()]
+    );
 }

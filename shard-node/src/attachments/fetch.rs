@@ -111,7 +111,10 @@ impl Fetched {
 /// The URL items of a batch whose records' `fields` objects are `cells`,
 /// in order (cells naming unknown or non-attachment fields are left to the
 /// write itself, which refuses them).
-pub fn wanted(table: &TableSchema, cells: &[Option<&Map<String, Value>>]) -> ApiResult<Vec<Wanted>> {
+pub fn wanted(
+    table: &TableSchema,
+    cells: &[Option<&Map<String, Value>>],
+) -> ApiResult<Vec<Wanted>> {
     let mut out = Vec::new();
     for (record, cells) in cells.iter().enumerate() {
         let Some(cells) = cells else { continue };
@@ -120,8 +123,7 @@ pub fn wanted(table: &TableSchema, cells: &[Option<&Map<String, Value>>]) -> Api
             if f.costume.family() != Family::Attachment || !items::may_hold_urls(value) {
                 continue;
             }
-            let parsed = items::parse_cell(&f.name, value)
-                .map_err(|e| at_record(e, record))?;
+            let parsed = items::parse_cell(&f.name, value).map_err(|e| at_record(e, record))?;
             for item in parsed {
                 if let Item::Url { pos, url, filename } = item {
                     out.push(Wanted {
@@ -317,7 +319,10 @@ async fn fetch_one(
     if !status.is_success() {
         return Err(reason(format!("the server answered {status}")));
     }
-    if response.content_length().is_some_and(|n| n > MAX_FILE_BYTES) {
+    if response
+        .content_length()
+        .is_some_and(|n| n > MAX_FILE_BYTES)
+    {
         return Err(reason(too_large()));
     }
     let header = |name| {
@@ -455,7 +460,9 @@ mod tests {
         let n = wanted(&t, &[r0.as_object(), r1.as_object()]).unwrap().len();
         assert_eq!(n, 21);
         assert!(check_count(20).is_ok());
-        let ApiError::BadRequest(m) = check_count(n).unwrap_err() else { panic!() };
+        let ApiError::BadRequest(m) = check_count(n).unwrap_err() else {
+            panic!()
+        };
         assert!(m.contains("at most 20"), "{m}");
     }
 
@@ -463,7 +470,9 @@ mod tests {
     fn a_bad_item_is_refused_with_its_record() {
         let t = table();
         let r0 = json!({"Files": [{"url": "ftp://x"}]});
-        let ApiError::BadRequest(m) = wanted(&t, &[r0.as_object()]).unwrap_err() else { panic!() };
+        let ApiError::BadRequest(m) = wanted(&t, &[r0.as_object()]).unwrap_err() else {
+            panic!()
+        };
         assert!(m.starts_with("records[0]: Field 'Files'"), "{m}");
     }
 }

@@ -39,7 +39,10 @@ const TAKES: &str = "takes a list of attachment ids, URLs or {url, filename} obj
 
 fn id_item(field: &str, id: &str) -> ApiResult<Item> {
     if !ids::is_valid(Kind::Attachment, id) {
-        return Err(bad(field, &format!("cannot hold '{id}': not an attachment id.")));
+        return Err(bad(
+            field,
+            &format!("cannot hold '{id}': not an attachment id."),
+        ));
     }
     Ok(Item::Id(id.to_owned()))
 }
@@ -137,7 +140,7 @@ pub fn filename(
     let last = url
         .path_segments()
         .and_then(|mut s| s.next_back())
-        .map(|s| percent_decode(s))
+        .map(percent_decode)
         .filter(|s| !s.trim().is_empty() && !s.contains('\0'));
     if let Some(last) = last {
         return last;
@@ -194,7 +197,12 @@ pub fn disposition_filename(header: &str) -> Option<String> {
         }
     }
     let name = extended.or(plain)?;
-    let name = name.rsplit(['/', '\\']).next().unwrap_or("").trim().to_owned();
+    let name = name
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_owned();
     (!name.is_empty() && !name.contains('\0')).then_some(name)
 }
 
@@ -273,7 +281,11 @@ mod tests {
             items,
             vec![
                 Item::Id(A.into()),
-                Item::Url { pos: 1, url: "https://example.com/a.png".into(), filename: None },
+                Item::Url {
+                    pos: 1,
+                    url: "https://example.com/a.png".into(),
+                    filename: None
+                },
                 Item::Url {
                     pos: 2,
                     url: "HTTPS://example.com/b".into(),
@@ -297,7 +309,9 @@ mod tests {
             json!([{"url": "https://example.com/x", "filename": 3}]),
         ] {
             let e = parse_cell("Files", &bad).unwrap_err();
-            let ApiError::BadRequest(m) = e else { panic!("{e:?}") };
+            let ApiError::BadRequest(m) = e else {
+                panic!("{e:?}")
+            };
             assert!(m.starts_with("Field 'Files' "), "{m}");
         }
     }
@@ -314,19 +328,34 @@ mod tests {
     fn filenames_follow_the_rules_in_order() {
         let url = url::Url::parse("https://h.example/dir/r%C3%A9sum%C3%A9%20v2.pdf?x=1").unwrap();
         let cd = Some("attachment; filename=\"from-header.pdf\"");
-        assert_eq!(filename(Some("given.pdf"), cd, &url, "application/pdf"), "given.pdf");
-        assert_eq!(filename(None, cd, &url, "application/pdf"), "from-header.pdf");
-        assert_eq!(filename(Some("  "), None, &url, "application/pdf"), "résumé v2.pdf");
+        assert_eq!(
+            filename(Some("given.pdf"), cd, &url, "application/pdf"),
+            "given.pdf"
+        );
+        assert_eq!(
+            filename(None, cd, &url, "application/pdf"),
+            "from-header.pdf"
+        );
+        assert_eq!(
+            filename(Some("  "), None, &url, "application/pdf"),
+            "résumé v2.pdf"
+        );
         let bare = url::Url::parse("https://h.example/").unwrap();
         assert_eq!(filename(None, None, &bare, "image/png; q=1"), "file.png");
         assert_eq!(filename(None, None, &bare, "application/x-unknown"), "file");
-        assert_eq!(filename(None, Some("inline"), &bare, "text/plain"), "file.txt");
+        assert_eq!(
+            filename(None, Some("inline"), &bare, "text/plain"),
+            "file.txt"
+        );
     }
 
     #[test]
     fn content_disposition_names() {
         let d = disposition_filename;
-        assert_eq!(d("attachment; filename=plain.txt").as_deref(), Some("plain.txt"));
+        assert_eq!(
+            d("attachment; filename=plain.txt").as_deref(),
+            Some("plain.txt")
+        );
         assert_eq!(
             d("attachment; filename=\"a;b \\\"q\\\".txt\"").as_deref(),
             Some("a;b \"q\".txt")
@@ -335,7 +364,10 @@ mod tests {
             d("attachment; filename=\"fallback.txt\"; filename*=UTF-8''na%C3%AFve.txt").as_deref(),
             Some("naïve.txt")
         );
-        assert_eq!(d("attachment; filename=\"../../etc/passwd\"").as_deref(), Some("passwd"));
+        assert_eq!(
+            d("attachment; filename=\"../../etc/passwd\"").as_deref(),
+            Some("passwd")
+        );
         assert_eq!(d("attachment").as_deref(), None);
         assert_eq!(d("attachment; filename=\"\"").as_deref(), None);
     }

@@ -264,7 +264,10 @@ mod tests {
 
     #[test]
     fn appending_keeps_the_stored_ids_first_and_each_id_once() {
-        assert_eq!(merged(&v(&["a", "b"]), &v(&["c", "a"])), v(&["a", "b", "c"]));
+        assert_eq!(
+            merged(&v(&["a", "b"]), &v(&["c", "a"])),
+            v(&["a", "b", "c"])
+        );
         assert_eq!(merged(&[], &v(&["b", "a", "b"])), v(&["b", "a"]));
     }
 

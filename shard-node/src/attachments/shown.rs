@@ -164,7 +164,10 @@ mod tests {
     #[test]
     fn empty_and_unknown_cells_read_null_and_objects_are_kept() {
         let shown = Shown::default();
-        assert_eq!(shown.value(&json!(["att_AAAAAbcdefgh"]), Style::Reply), Value::Null);
+        assert_eq!(
+            shown.value(&json!(["att_AAAAAbcdefgh"]), Style::Reply),
+            Value::Null
+        );
         assert_eq!(shown.value(&json!([]), Style::Reply), Value::Null);
         assert_eq!(shown.value(&Value::Null, Style::Payload), Value::Null);
         let done = json!([{"id": "att_AAAAAbcdefgh"}]);

@@ -23,8 +23,8 @@ use filter_lang::Params;
 
 use super::cells::ReadSet;
 use super::store::{self, StoredRecord};
-use crate::attachments::shown;
 use super::write::Ctx;
+use crate::attachments::shown;
 use crate::catalog::outbox::{self, Enqueue, Match, NewDelivery};
 use crate::error::{ApiError, ApiResult};
 use crate::json::format_ts;

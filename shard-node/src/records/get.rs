@@ -11,8 +11,8 @@ use super::cells::read;
 use super::reply::{self, Shape};
 use super::store;
 use super::table::RecordTable;
-use crate::auth::Reader;
 use crate::attachments::shown;
+use crate::auth::Reader;
 use crate::error::{ApiError, ApiResult};
 use crate::state::{AppState, DbOp};
 
@@ -48,7 +48,10 @@ pub async fn handler(
             )
             .await?;
             let fields = read.fields;
-            let mut rows: Vec<_> = rows.into_iter().filter(|r| r.deleted_at.is_none()).collect();
+            let mut rows: Vec<_> = rows
+                .into_iter()
+                .filter(|r| r.deleted_at.is_none())
+                .collect();
             shown::expand(
                 &*client,
                 &state.links,

@@ -13,8 +13,8 @@ use serde_json::Value;
 use tokio_postgres::Row;
 
 use super::cells::wire;
-use crate::attachments::shown::{Shown, Style};
 use super::reply::{Post, ReadField, Shape};
+use crate::attachments::shown::{Shown, Style};
 
 /// A reply body that is JSON already.
 pub struct JsonBytes(pub Vec<u8>);

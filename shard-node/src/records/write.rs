@@ -139,10 +139,12 @@ pub fn prepare_cells(
 ) -> ApiResult<Prepared> {
     let mut p = match cells {
         None => Prepared::default(),
-        Some(cells) => prepare(&ctx.schema, ctx.table()?, cells, &ctx.env).map_err(|e| match e {
-            ApiError::BadRequest(m) => ApiError::BadRequest(format!("records[{i}]: {m}")),
-            other => other,
-        })?,
+        Some(cells) => {
+            prepare(&ctx.schema, ctx.table()?, cells, &ctx.env).map_err(|e| match e {
+                ApiError::BadRequest(m) => ApiError::BadRequest(format!("records[{i}]: {m}")),
+                other => other,
+            })?
+        }
     };
     p.index = i;
     Ok(p)

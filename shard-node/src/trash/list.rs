@@ -10,9 +10,9 @@ use filter_lang::bookmark::fingerprint;
 use filter_lang::{Bookmark, BookmarkKey};
 use serde_json::{Map, Value};
 
-use crate::auth::Reader;
 use crate::attachments::links::Links;
 use crate::attachments::shown;
+use crate::auth::Reader;
 use crate::error::{ApiError, ApiResult};
 use crate::json::format_ts;
 use crate::records::reply::{self, Shape};
