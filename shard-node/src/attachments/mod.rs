@@ -2,7 +2,15 @@
 //! registry lives in the shard catalog (`catalog::attachments`), the bytes
 //! in the cluster-wide blob store, and every link handed to a client is
 //! signed here ([`links`]).
+//!
+//! Cells: [`items`] parses what a write says, [`fetch`] fetches its URLs
+//! before the write's transaction, [`place`] settles the cells inside it,
+//! [`shown`] turns stored ids into the objects replies and payloads carry.
 
+pub mod fetch;
 pub mod ingest;
-pub mod links;
+pub mod items;
 pub mod limits;
+pub mod links;
+pub mod place;
+pub mod shown;

@@ -11,6 +11,8 @@ use serde_json::{Map, Value};
 use super::events::{Outbox, RecordEvent, Written};
 use super::reply::Shape;
 use super::{batch, write};
+use crate::attachments::fetch;
+use crate::attachments::place::{self, Mode};
 use crate::auth::Editor;
 use crate::error::ApiResult;
 use crate::http::body::JsonObject;
@@ -45,7 +47,13 @@ pub async fn create(
     items: &[Value],
     shape: Shape,
 ) -> ApiResult<Map<String, Value>> {
-    write::in_transaction(
+    let cells = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| write::cells_of(item, i))
+        .collect::<ApiResult<Vec<_>>>()?;
+    let fetched = fetch::prefetch(state, database_id, table_id, &cells).await?;
+    let outcome = write::in_transaction(
         state,
         DbOp::CreateRecords,
         database_id,
@@ -56,6 +64,7 @@ pub async fn create(
                 let id = ids::new_tagged(Kind::Record, &ctx.record_table.tag);
                 rows.push((id, write::prepare_item(ctx, item, i)?));
             }
+            place::settle(tx, ctx, user_id, &mut rows, Mode::Create, &fetched).await?;
             let mut outbox = Outbox::open(ctx, items.len());
             write::insert(tx, ctx, user_id, &rows).await?;
             let ids: Vec<String> = rows.into_iter().map(|(id, _)| id).collect();
@@ -66,5 +75,6 @@ pub async fn create(
             write::reply(tx, ctx, &ids, shape, read).await
         },
     )
-    .await
+    .await;
+    fetched.after_write(state, outcome).await
 }

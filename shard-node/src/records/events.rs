@@ -24,6 +24,7 @@ use filter_lang::Params;
 use super::cells::ReadSet;
 use super::store::{self, StoredRecord};
 use super::write::Ctx;
+use crate::attachments::shown;
 use crate::catalog::outbox::{self, Enqueue, Match, NewDelivery};
 use crate::error::{ApiError, ApiResult};
 use crate::json::format_ts;
@@ -98,7 +99,9 @@ pub fn supplied_fields(ctx: &Ctx, prepared: &super::cells::write::Prepared) -> V
         .fields
         .iter()
         .filter(|f| {
-            prepared.columns.contains_key(&f.id) || prepared.links.iter().any(|(id, _)| *id == f.id)
+            prepared.columns.contains_key(&f.id)
+                || prepared.links.iter().any(|(id, _)| *id == f.id)
+                || prepared.attachments.iter().any(|(id, _)| *id == f.id)
         })
         .map(|f| f.id.clone())
         .collect()
@@ -208,10 +211,31 @@ impl<'c> Outbox<'c> {
             &[],
         )
         .await?;
-        for (rec, _) in rows {
+        // Shown now: a write may drop attachments from the registry.
+        let mut rows: Vec<StoredRecord> = rows.into_iter().map(|(rec, _)| rec).collect();
+        self.show_in_payload(tx, &mut rows).await?;
+        for rec in rows {
             self.before.insert(rec.id.clone(), rec);
         }
         Ok(())
+    }
+
+    /// Replaces the attachment cells of `rows` by the objects a payload
+    /// carries.
+    async fn show_in_payload(
+        &self,
+        tx: &Transaction<'_>,
+        rows: &mut [StoredRecord],
+    ) -> ApiResult<()> {
+        shown::expand(
+            tx,
+            &self.ctx.links,
+            &self.ctx.record_table.database_id,
+            &self.read.fields,
+            rows,
+            shown::Style::Payload,
+        )
+        .await
     }
 
     /// After the write: enqueues what `batches` fire and moves the match
@@ -522,11 +546,23 @@ impl<'c> Outbox<'c> {
             fields: &self.read.fields,
         };
         let occurred_at = format_ts(&Utc::now());
+        // The records as payloads show them (attachment objects signed now;
+        // the reply keeps its own shape of `checked.rows`).
+        let mut shown: Vec<StoredRecord> = Vec::new();
+        for p in pending {
+            let id = &batches[p.batch].ids[p.index];
+            if !shown.iter().any(|r| r.id == *id) {
+                if let Some(row) = checked.rows.get(id) {
+                    shown.push(row.clone());
+                }
+            }
+        }
+        self.show_in_payload(tx, &mut shown).await?;
         let mut rows = Vec::with_capacity(pending.len());
         for p in pending {
             let batch = &batches[p.batch];
             let id = &batch.ids[p.index];
-            let Some(row) = checked.rows.get(id) else {
+            let Some(row) = shown.iter().find(|r| r.id == *id) else {
                 continue;
             };
             let (before, after) = match batch.event {
@@ -646,10 +682,21 @@ pub async fn button_pressed(
         &[],
     )
     .await?;
-    let (rec, _) = rows
-        .iter()
-        .find(|(r, _)| r.deleted_at.is_none())
-        .ok_or(ApiError::NotFound)?;
+    let mut live: Vec<StoredRecord> = rows
+        .into_iter()
+        .map(|(r, _)| r)
+        .filter(|r| r.deleted_at.is_none())
+        .collect();
+    shown::expand(
+        tx,
+        &ctx.links,
+        &ctx.record_table.database_id,
+        &read.fields,
+        &mut live,
+        shown::Style::Payload,
+    )
+    .await?;
+    let rec = live.first().ok_or(ApiError::NotFound)?;
     let pressed_at = format_ts(&Utc::now());
     let source = Source {
         database_id: &ctx.record_table.database_id,

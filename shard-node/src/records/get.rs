@@ -11,6 +11,7 @@ use super::cells::read;
 use super::reply::{self, Shape};
 use super::store;
 use super::table::RecordTable;
+use crate::attachments::shown;
 use crate::auth::Reader;
 use crate::error::{ApiError, ApiResult};
 use crate::state::{AppState, DbOp};
@@ -47,10 +48,20 @@ pub async fn handler(
             )
             .await?;
             let fields = read.fields;
-            let rec = rows
+            let mut rows: Vec<_> = rows
                 .into_iter()
-                .find(|r| r.deleted_at.is_none())
-                .ok_or(ApiError::NotFound)?;
+                .filter(|r| r.deleted_at.is_none())
+                .collect();
+            shown::expand(
+                &*client,
+                &state.links,
+                &database_id,
+                &fields,
+                &mut rows,
+                shown::Style::Reply,
+            )
+            .await?;
+            let rec = rows.pop().ok_or(ApiError::NotFound)?;
             let mut out = Map::new();
             out.insert(
                 "record".into(),

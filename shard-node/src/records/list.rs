@@ -19,6 +19,7 @@ pub use super::list_params::ListParams;
 use super::page::{self, JsonBytes};
 use super::store;
 use super::table::RecordTable;
+use crate::attachments::shown::Shown;
 use crate::auth::{Access, Reader};
 use crate::catalog::views::{self, View};
 use crate::error::{ApiError, ApiResult};
@@ -406,12 +407,20 @@ pub async fn list(
             Some(read) => read,
             None => page.read_in_one(&client).await?,
         };
+        let take = take.min(rows.len());
+        let ids = page::attachment_ids(&rows, take, &read_fields)?;
+        let shown = if ids.is_empty() {
+            Shown::default()
+        } else {
+            Shown::lookup(&*client, &state.links, database_id, &ids).await?
+        };
         Ok(JsonBytes(page::write(
             &rows,
-            take.min(rows.len()),
+            take,
             &read_fields,
             p.shape,
             bookmark.as_deref(),
+            &shown,
         )?))
     })
     .await

@@ -14,6 +14,7 @@ use tokio_postgres::Row;
 
 use super::cells::wire;
 use super::reply::{Post, ReadField, Shape};
+use crate::attachments::shown::{Shown, Style};
 
 /// A reply body that is JSON already.
 pub struct JsonBytes(pub Vec<u8>);
@@ -136,14 +137,37 @@ fn write_object(
     Ok(())
 }
 
+/// The `att_` ids stored in the attachment cells of the first `take` rows
+/// (looked up once for the whole page, `attachments::shown`).
+pub fn attachment_ids<'r>(
+    rows: &'r [Row],
+    take: usize,
+    fields: &[ReadField],
+) -> Result<Vec<&'r str>, tokio_postgres::Error> {
+    let starts = starts(fields);
+    let mut out = Vec::new();
+    for row in rows.iter().take(take) {
+        for (i, f) in fields.iter().enumerate() {
+            if matches!(f.post, Post::Attachments) {
+                if let Some(ids) = row.try_get::<_, Option<Vec<&str>>>(starts[i])? {
+                    out.extend(ids);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// `{"bookmark"?, <companion>, "records": [...]}` for the first `take`
-/// rows of a page read with `fields` (cells from column 5 on).
+/// rows of a page read with `fields` (cells from column 5 on); attachment
+/// cells are shown from `shown`.
 pub fn write(
     rows: &[Row],
     take: usize,
     fields: &[ReadField],
     shape: Shape,
     bookmark: Option<&str>,
+    shown: &Shown,
 ) -> Result<Vec<u8>, tokio_postgres::Error> {
     let layout = Layout::new(fields, shape);
     let starts = starts(fields);
@@ -183,6 +207,13 @@ pub fn write(
         }
         let cell = |out: &mut Vec<u8>, i: usize| -> Result<(), tokio_postgres::Error> {
             let field = &fields[i];
+            if matches!(field.post, Post::Attachments) {
+                let ids = row.try_get::<_, Option<Vec<&str>>>(starts[i])?;
+                let cell = shown.cell(ids.into_iter().flatten(), Style::Reply);
+                // Writing a `Value` into a Vec cannot fail.
+                let _ = serde_json::to_writer(&mut *out, &cell);
+                return Ok(());
+            }
             let names = match (&field.post, shape.select_ids) {
                 (Post::Choices(names), false) => Some(names),
                 _ => None,

@@ -87,6 +87,9 @@ pub enum Post {
     Choices(HashMap<String, String>),
     /// A link cell `[{id, display}]`; display text beyond the cap is null.
     Link,
+    /// An attachment cell: stored `att_` ids, shown as objects by
+    /// `attachments::shown` before the reply is shaped.
+    Attachments,
 }
 
 /// One field carried in a reply: its id, name, and how its cell reads.

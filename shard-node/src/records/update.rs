@@ -12,6 +12,8 @@ use serde_json::{Map, Value};
 use super::events::{self, Outbox, RecordEvent, Written};
 use super::reply::Shape;
 use super::{batch, check_live, store, write};
+use crate::attachments::fetch;
+use crate::attachments::place::{self, Mode};
 use crate::auth::Editor;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
@@ -28,7 +30,15 @@ pub async fn handler(
     let shape = Shape::from_query(&query)?;
     let items = batch(&body, "records")?;
     Ok(Json(
-        update(&state, &access.database_id, &id, items, shape).await?,
+        update(
+            &state,
+            &access.database_id,
+            &id,
+            access.user_id(),
+            items,
+            shape,
+        )
+        .await?,
     ))
 }
 
@@ -85,11 +95,14 @@ pub async fn update(
     state: &AppState,
     database_id: &str,
     table_id: &str,
+    user_id: &str,
     items: &[Value],
     shape: Shape,
 ) -> ApiResult<Map<String, Value>> {
     let items = parse_items(items)?;
-    write::in_transaction(
+    let cells: Vec<_> = items.iter().map(|i| i.cells).collect();
+    let fetched = fetch::prefetch(state, database_id, table_id, &cells).await?;
+    let outcome = write::in_transaction(
         state,
         DbOp::UpdateRecords,
         database_id,
@@ -134,6 +147,7 @@ pub async fn update(
                 .collect();
             let mut outbox = Outbox::open(ctx, ids.len());
             outbox.read_before(tx, &ids).await?;
+            place::settle(tx, ctx, user_id, &mut rows, Mode::Replace, &fetched).await?;
             write::update(tx, ctx, &rows).await?;
             let updated = Written {
                 event: RecordEvent::Updated,
@@ -145,5 +159,6 @@ pub async fn update(
             write::reply(tx, ctx, &ids, shape, read).await
         },
     )
-    .await
+    .await;
+    fetched.after_write(state, outcome).await
 }

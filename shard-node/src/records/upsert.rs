@@ -29,6 +29,8 @@ use super::events::{self, Outbox, RecordEvent, Written};
 use super::reply::{self, Shape};
 use super::write::{self, Ctx};
 use super::{batch, store};
+use crate::attachments::fetch::{self, Fetched};
+use crate::attachments::place::{self, Mode};
 use crate::auth::Editor;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
@@ -128,14 +130,21 @@ pub async fn upsert(
     items: &[Value],
     shape: Shape,
 ) -> ApiResult<Map<String, Value>> {
-    write::in_transaction(
+    let cells = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| write::cells_of(item, i))
+        .collect::<ApiResult<Vec<_>>>()?;
+    let fetched = fetch::prefetch(state, database_id, table_id, &cells).await?;
+    let outcome = write::in_transaction(
         state,
         DbOp::UpsertRecords,
         database_id,
         table_id,
-        async |tx, ctx| upsert_in(tx, ctx, user_id, merge_on, items, shape).await,
+        async |tx, ctx| upsert_in(tx, ctx, user_id, merge_on, items, shape, &fetched).await,
     )
-    .await
+    .await;
+    fetched.after_write(state, outcome).await
 }
 
 /// The upsert inside its transaction (committed by the caller on success).
@@ -146,6 +155,7 @@ async fn upsert_in(
     merge_on: &[String],
     items: &[Value],
     shape: Shape,
+    fetched: &Fetched,
 ) -> ApiResult<Map<String, Value>> {
     let table = ctx.table()?;
 
@@ -281,6 +291,8 @@ async fn upsert_in(
     let mut outbox = Outbox::open(ctx, items.len());
     let updated_ids: Vec<String> = updates.iter().map(|(id, _)| id.clone()).collect();
     outbox.read_before(tx, &updated_ids).await?;
+    place::settle(tx, ctx, user_id, &mut creates, Mode::Create, fetched).await?;
+    place::settle(tx, ctx, user_id, &mut updates, Mode::Append, fetched).await?;
     if !creates.is_empty() {
         write::insert(tx, ctx, user_id, &creates).await?;
     }

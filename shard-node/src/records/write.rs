@@ -13,9 +13,11 @@ use serde_json::{Map, Value};
 use super::cells::read;
 use super::cells::write::{prepare, Prepared};
 use super::cells::ReadSet;
-use super::reply::{self, Shape};
+use super::reply::{self, ReadField, Shape};
 use super::store;
 use super::table::RecordTable;
+use crate::attachments::links::Links;
+use crate::attachments::shown;
 use crate::error::{ApiError, ApiResult};
 use crate::schema::cache::SchemaCache;
 use crate::schema::{DatabaseSchema, TableSchema};
@@ -35,7 +37,7 @@ pub async fn in_transaction<T>(
     state
         .db
         .in_transaction(database_id, op, async |tx| {
-            let ctx = Ctx::load(tx, &state.schemas, database_id, table_id).await?;
+            let ctx = Ctx::load(tx, &state.schemas, &state.links, database_id, table_id).await?;
             write(tx, &ctx).await
         })
         .await
@@ -48,6 +50,9 @@ pub struct Ctx {
     /// The database's name (webhook payloads carry it).
     pub database_name: String,
     pub env: filter_lang::Env,
+    /// Signs attachment links (replies and payloads show attachment cells
+    /// with them).
+    pub links: Links,
 }
 
 impl Ctx {
@@ -56,6 +61,7 @@ impl Ctx {
     pub async fn load(
         c: &impl GenericClient,
         cache: &SchemaCache,
+        links: &Links,
         database_id: &str,
         table_id: &str,
     ) -> ApiResult<Ctx> {
@@ -69,6 +75,7 @@ impl Ctx {
             schema,
             database_name,
             env,
+            links: links.clone(),
         })
     }
 
@@ -81,6 +88,25 @@ impl Ctx {
     /// Every field of the table, for replies (writes carry every field).
     pub fn read_fields(&self) -> ApiResult<ReadSet> {
         Ok(read::read_set(&self.schema, self.table()?, None))
+    }
+
+    /// Replaces the attachment cells of `rows` (read with `fields`) by
+    /// the objects a reply shows.
+    pub async fn show_attachments(
+        &self,
+        c: &impl GenericClient,
+        fields: &[ReadField],
+        rows: &mut [store::StoredRecord],
+    ) -> ApiResult<()> {
+        shown::expand(
+            c,
+            &self.links,
+            &self.record_table.database_id,
+            fields,
+            rows,
+            shown::Style::Reply,
+        )
+        .await
     }
 }
 
@@ -111,13 +137,17 @@ pub fn prepare_cells(
     cells: Option<&Map<String, Value>>,
     i: usize,
 ) -> ApiResult<Prepared> {
-    match cells {
-        None => Ok(Prepared::default()),
-        Some(cells) => prepare(&ctx.schema, ctx.table()?, cells, &ctx.env).map_err(|e| match e {
-            ApiError::BadRequest(m) => ApiError::BadRequest(format!("records[{i}]: {m}")),
-            other => other,
-        }),
-    }
+    let mut p = match cells {
+        None => Prepared::default(),
+        Some(cells) => {
+            prepare(&ctx.schema, ctx.table()?, cells, &ctx.env).map_err(|e| match e {
+                ApiError::BadRequest(m) => ApiError::BadRequest(format!("records[{i}]: {m}")),
+                other => other,
+            })?
+        }
+    };
+    p.index = i;
+    Ok(p)
 }
 
 fn column_types(ctx: &Ctx, rows: &[(String, Prepared)]) -> ApiResult<Vec<(String, String)>> {
@@ -254,7 +284,8 @@ pub async fn read_back(
     shape: Shape,
     extra: impl Fn(&str) -> Vec<(&'static str, Value)>,
 ) -> ApiResult<Vec<Value>> {
-    let rows = store::by_ids(tx, &ctx.record_table, &read.exprs(), &read.values, ids).await?;
+    let mut rows = store::by_ids(tx, &ctx.record_table, &read.exprs(), &read.values, ids).await?;
+    ctx.show_attachments(tx, &read.fields, &mut rows).await?;
     Ok(rows
         .into_iter()
         .map(|r| {
@@ -277,10 +308,12 @@ pub async fn reply(
 ) -> ApiResult<Map<String, Value>> {
     let fields = ctx.read_fields()?;
     let records = match read {
-        Some(rows) => rows
-            .into_iter()
-            .map(|r| reply::record_json(r, &fields.fields, shape, &[]))
-            .collect(),
+        Some(mut rows) => {
+            ctx.show_attachments(tx, &fields.fields, &mut rows).await?;
+            rows.into_iter()
+                .map(|r| reply::record_json(r, &fields.fields, shape, &[]))
+                .collect()
+        }
         None => read_back(tx, ctx, &fields, ids, shape, |_| Vec::new()).await?,
     };
     Ok(reply::records_reply(records, &fields.fields, shape))

@@ -10,6 +10,8 @@ use filter_lang::bookmark::fingerprint;
 use filter_lang::{Bookmark, BookmarkKey};
 use serde_json::{Map, Value};
 
+use crate::attachments::links::Links;
+use crate::attachments::shown;
 use crate::auth::Reader;
 use crate::error::{ApiError, ApiResult};
 use crate::json::format_ts;
@@ -40,7 +42,16 @@ pub async fn handler(
         None => None,
         Some(text) => Some(decode(text, &key, &id)?),
     };
-    let reply = list(&state.db, &key, &access.database_id, &id, size, after).await?;
+    let reply = list(
+        &state.db,
+        &state.links,
+        &key,
+        &access.database_id,
+        &id,
+        size,
+        after,
+    )
+    .await?;
     Ok(Json(reply))
 }
 
@@ -59,6 +70,7 @@ fn decode(text: &str, key: &BookmarkKey, table_id: &str) -> ApiResult<(DateTime<
 
 pub async fn list(
     db: &Db,
+    links: &Links,
     key: &BookmarkKey,
     database_id: &str,
     table_id: &str,
@@ -93,6 +105,15 @@ pub async fn list(
             ),
             _ => None,
         };
+        shown::expand(
+            &*client,
+            links,
+            database_id,
+            &read.fields,
+            &mut rows,
+            shown::Style::Reply,
+        )
+        .await?;
         let records: Vec<Value> = rows
             .into_iter()
             .map(|r| {

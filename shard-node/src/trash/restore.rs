@@ -47,7 +47,8 @@ pub async fn restore(
                 .written(tx, &[Written::new(RecordEvent::Created, ids)])
                 .await?;
             let read = ctx.read_fields()?;
-            let rows = store::by_ids(tx, table, &read.exprs(), &read.values, ids).await?;
+            let mut rows = store::by_ids(tx, table, &read.exprs(), &read.values, ids).await?;
+            ctx.show_attachments(tx, &read.fields, &mut rows).await?;
             let shape = Shape::default();
             let records = rows
                 .into_iter()

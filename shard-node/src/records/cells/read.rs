@@ -321,6 +321,7 @@ pub fn read_field(
     let (expr, post) = match f.costume.family() {
         Family::Button => ("NULL::jsonb".to_owned(), Post::Plain),
         Family::Select => (column_json(f, row), Post::Choices(choice_names(f))),
+        Family::Attachment => (column_json(f, row), Post::Attachments),
         Family::Link => {
             let expr = match (
                 link_join(schema, f, row, None, params),

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Number, Value};
 
+use crate::attachments::items::{self, Item};
 use crate::error::{ApiError, ApiResult};
 use crate::schema::{Costume, DatabaseSchema, Family, FieldRow, TableSchema};
 
@@ -26,6 +27,11 @@ pub struct Prepared {
     pub columns: Map<String, Value>,
     /// Link field id -> linked record ids, in order.
     pub links: Vec<(String, Vec<String>)>,
+    /// Attachment field id -> the cell's items as written; turned into the
+    /// column's ids by `attachments::place::settle` inside the write.
+    pub attachments: Vec<(String, Vec<Item>)>,
+    /// Position of the record in its batch (names its fetched URLs).
+    pub index: usize,
 }
 
 /// The field a cell key names: a `fld_` id first, then the exact name.
@@ -67,20 +73,9 @@ pub fn prepare(
             }
             Family::Button => return Err(bad(f, "is a button and holds no value.")),
             Family::Link => out.links.push((f.id.clone(), link_ids(f, value)?)),
-            Family::Attachment => match value {
-                Value::Null => {
-                    out.columns.insert(f.id.clone(), Value::Null);
-                }
-                Value::Array(a) if a.is_empty() => {
-                    out.columns.insert(f.id.clone(), Value::Null);
-                }
-                _ => {
-                    return Err(bad(
-                        f,
-                        "cannot be written by this server yet (attachments).",
-                    ))
-                }
-            },
+            Family::Attachment => out
+                .attachments
+                .push((f.id.clone(), items::parse_cell(&f.name, value)?)),
             _ => {
                 let v = scalar(f, value, env)?;
                 out.columns.insert(f.id.clone(), v);
