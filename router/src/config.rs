@@ -71,7 +71,8 @@ pub struct ConnectionLimits {
     /// A large upload at a steady pace has no overall deadline.
     pub stream_idle_timeout: Duration,
     /// `ROUTER_SHARD_TIMEOUT_MS`: how long a shard may take to answer (the
-    /// response head); then 504. Above the shard's own schema time limit.
+    /// response head); then 504. Above the shard's own schema time limit
+    /// and the 60 s an attachment URL fetch may take before its write.
     pub shard_timeout: Duration,
 }
 
@@ -82,7 +83,7 @@ impl Default for ConnectionLimits {
             idle_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(30),
             stream_idle_timeout: Duration::from_secs(30),
-            shard_timeout: Duration::from_secs(60),
+            shard_timeout: Duration::from_secs(90),
         }
     }
 }
