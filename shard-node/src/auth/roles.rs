@@ -34,6 +34,19 @@ impl Access {
         &self.principal.user_id
     }
 
+    /// For a route that lets any caller through ([`AnyCaller`]), the checks
+    /// every other route makes: a non-member is 404, then `need`'s refusal
+    /// (403) as the role extractors give it.
+    pub fn require(&self, need: Need) -> ApiResult<()> {
+        if self.principal.role.is_none() && !self.principal.support {
+            return Err(ApiError::NotFound);
+        }
+        match refusal(&self.principal, need) {
+            Some(message) => Err(ApiError::Forbidden(message)),
+            None => Ok(()),
+        }
+    }
+
     /// The database named in the path, which must be the principal's.
     pub fn database(&self, path_id: &str) -> ApiResult<&str> {
         if path_id == self.database_id {
