@@ -52,7 +52,7 @@ pub(crate) async fn preview(api: &Api, db_id: &str, filename: &str, bytes: &[u8]
     post_import(api, db_id, multipart(&[("file", Some(filename), bytes)])).await
 }
 
-fn column<'a>(reply: &'a Value, i: usize) -> &'a Value {
+fn column(reply: &Value, i: usize) -> &Value {
     &reply["columns"][i]
 }
 

@@ -112,7 +112,15 @@ async fn a_new_table_takes_every_importable_costume() {
         .map(|(i, c)| create(i, &format!("F {c}"), c))
         .collect();
     plan.push(json!({"columnIndex": 14, "sourceHeader": "Skipped", "action": {"kind": "skip"}}));
-    let reply = run(api, db_id, "people.csv", csv.as_bytes(), new_table("People"), json!(plan)).await;
+    let reply = run(
+        api,
+        db_id,
+        "people.csv",
+        csv.as_bytes(),
+        new_table("People"),
+        json!(plan),
+    )
+    .await;
     let r = reply.expect_ok();
     assert_eq!(r["created"], 3);
     let table_id = r["tableId"].as_str().expect("tableId").to_owned();
@@ -124,13 +132,21 @@ async fn a_new_table_takes_every_importable_costume() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| (f["name"].as_str().unwrap().into(), f["type"].as_str().unwrap().into()))
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap().into(),
+                f["type"].as_str().unwrap().into(),
+            )
+        })
         .collect();
     let wanted: Vec<(String, String)> = costumes
         .iter()
         .map(|c| (format!("F {c}"), c.to_string()))
         .collect();
-    assert_eq!(made, wanted, "one field per planned column, skipped and unlisted ones left out");
+    assert_eq!(
+        made, wanted,
+        "one field per planned column, skipped and unlisted ones left out"
+    );
 
     let rows = records(api, &table_id).await;
     assert_eq!(rows.len(), 3);
@@ -184,7 +200,10 @@ async fn mapping_onto_an_existing_table_adds_choices_keeping_ids_and_colours() {
     let api = &owner.api;
     let table_id = id(&api.create_table(db_id, "Tasks").await);
     let name = id(&api
-        .create_field(&table_id, json!({"name": "Name", "type": "single_line_text"}))
+        .create_field(
+            &table_id,
+            json!({"name": "Name", "type": "single_line_text"}),
+        )
         .await);
     let status = api
         .create_field(
@@ -205,19 +224,35 @@ async fn mapping_onto_an_existing_table_adds_choices_keeping_ids_and_colours() {
     .await
     .expect_ok();
 
-    let csv = "Task,State,Count,Note,Other\nA,Open,5,first,zz\nB,Blocked,6,second,zz\nC,Done,7,,zz\n";
+    let csv =
+        "Task,State,Count,Note,Other\nA,Open,5,first,zz\nB,Blocked,6,second,zz\nC,Done,7,,zz\n";
     let plan = json!([
         map(0, &name),
         {"columnIndex": 1, "sourceHeader": "State", "action": {"kind": "map", "targetFieldId": status_id}},
         {"columnIndex": 2, "action": {"kind": "skip"}},
         create(3, "Note", "long_text"),
     ]);
-    let reply = run(&editor.api, db_id, "tasks.csv", csv.as_bytes(), existing(&table_id), plan).await;
-    assert_eq!(reply.expect_ok(), &json!({"tableId": table_id, "created": 3}));
+    let reply = run(
+        &editor.api,
+        db_id,
+        "tasks.csv",
+        csv.as_bytes(),
+        existing(&table_id),
+        plan,
+    )
+    .await;
+    assert_eq!(
+        reply.expect_ok(),
+        &json!({"tableId": table_id, "created": 3})
+    );
 
     let now = fields(api, &table_id).await;
     let names: Vec<&str> = now.iter().map(|f| f["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["Name", "Status", "Qty", "Note"], "only the planned field was added");
+    assert_eq!(
+        names,
+        ["Name", "Status", "Qty", "Note"],
+        "only the planned field was added"
+    );
     let choices = now[1]["options"]["choices"].as_array().unwrap();
     let before = status["options"]["choices"].as_array().unwrap();
     assert_eq!(choices.len(), 3);
@@ -245,13 +280,27 @@ async fn an_invalid_cell_is_refused_and_nothing_is_written() {
     let api = &owner.api;
     let db_id = &owner.api.new_database("import-run").await;
     let csv = "Name,Qty,Day\nAnn,1,2024-01-01\nBob,2,2024-01-02\nCy,lots,2024-01-03\n";
-    let plan = json!([create(0, "Name", "single_line_text"), create(1, "Qty", "number"), create(2, "Day", "date")]);
-    let msg = run(api, db_id, "a.csv", csv.as_bytes(), new_table("T"), plan.clone())
-        .await
-        .expect_error(400, "bad_request");
+    let plan = json!([
+        create(0, "Name", "single_line_text"),
+        create(1, "Qty", "number"),
+        create(2, "Day", "date")
+    ]);
+    let msg = run(
+        api,
+        db_id,
+        "a.csv",
+        csv.as_bytes(),
+        new_table("T"),
+        plan.clone(),
+    )
+    .await
+    .expect_error(400, "bad_request");
     assert!(msg.contains("Data row 3, column 1 ('Qty')"), "{msg}");
     assert!(msg.contains("'lots'"), "{msg}");
-    assert!(tables(api, db_id).await.is_empty(), "no table is left behind");
+    assert!(
+        tables(api, db_id).await.is_empty(),
+        "no table is left behind"
+    );
 
     // An existing table: no row and no planned field is added either.
     let table_id = id(&api.create_table(db_id, "Kept").await);
@@ -260,9 +309,16 @@ async fn an_invalid_cell_is_refused_and_nothing_is_written() {
         .await);
     let csv = "Name,Day\nAnn,2024-01-01\nBob,2024-02-30\n";
     let plan = json!([create(0, "Name", "single_line_text"), map(1, &day)]);
-    let msg = run(api, db_id, "a.csv", csv.as_bytes(), existing(&table_id), plan)
-        .await
-        .expect_error(400, "bad_request");
+    let msg = run(
+        api,
+        db_id,
+        "a.csv",
+        csv.as_bytes(),
+        existing(&table_id),
+        plan,
+    )
+    .await
+    .expect_error(400, "bad_request");
     assert!(msg.contains("Data row 2, column 1 ('Day')"), "{msg}");
     assert!(msg.contains("'2024-02-30'"), "{msg}");
     assert_eq!(fields(api, &table_id).await.len(), 1);
@@ -293,29 +349,75 @@ async fn refused_costumes_plans_and_select_ceilings_write_nothing() {
     let bad = |r: Reply| r.expect_error(400, "bad_request");
 
     for costume in ["link", "attachment", "formula", "lookup", "rollup"] {
-        let msg = bad(run(api, db_id, "a.csv", csv, new_table("X"), json!([create(0, "A", costume)])).await);
-        assert!(msg.contains(&format!("cannot be imported as '{costume}'")), "{msg}");
+        let msg = bad(run(
+            api,
+            db_id,
+            "a.csv",
+            csv,
+            new_table("X"),
+            json!([create(0, "A", costume)]),
+        )
+        .await);
+        assert!(
+            msg.contains(&format!("cannot be imported as '{costume}'")),
+            "{msg}"
+        );
     }
     for field in [&formula, &attachment] {
-        let msg = bad(run(api, db_id, "a.csv", csv, existing(&table_id), json!([map(0, field)])).await);
+        let msg = bad(run(
+            api,
+            db_id,
+            "a.csv",
+            csv,
+            existing(&table_id),
+            json!([map(0, field)]),
+        )
+        .await);
         assert!(msg.contains("cannot be imported as"), "{msg}");
     }
-    let msg = bad(run(api, db_id, "a.csv", csv, existing(&table_id), json!([{"columnIndex": 0, "action": {"kind": "map", "targetFieldID": n}}])).await);
+    let msg = bad(run(
+        api,
+        db_id,
+        "a.csv",
+        csv,
+        existing(&table_id),
+        json!([{"columnIndex": 0, "action": {"kind": "map", "targetFieldID": n}}]),
+    )
+    .await);
     assert!(msg.contains("unknown key 'targetFieldID'"), "{msg}");
     let msg = bad(run(api, db_id, "a.csv", csv, json!({"mode": "new"}), json!([])).await);
     assert!(msg.contains("target.mode"), "{msg}");
-    run(api, db_id, "a.csv", csv, existing(&foreign_table), json!([map(0, &n)]))
-        .await
-        .expect_error(404, "not_found");
+    run(
+        api,
+        db_id,
+        "a.csv",
+        csv,
+        existing(&foreign_table),
+        json!([map(0, &n)]),
+    )
+    .await
+    .expect_error(404, "not_found");
 
     let mut many = String::from("v\n");
     for i in 0..101 {
         many.push_str(&format!("value {i}\n"));
     }
-    let msg = bad(run(api, db_id, "a.csv", many.as_bytes(), new_table("S"), json!([create(0, "V", "single_select")])).await);
+    let msg = bad(run(
+        api,
+        db_id,
+        "a.csv",
+        many.as_bytes(),
+        new_table("S"),
+        json!([create(0, "V", "single_select")]),
+    )
+    .await);
     assert!(msg.contains("101 distinct values"), "{msg}");
 
-    let names: Vec<Value> = tables(api, db_id).await.iter().map(|t| t["name"].clone()).collect();
+    let names: Vec<Value> = tables(api, db_id)
+        .await
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
     assert_eq!(names, [json!("T")], "no table made by a refused run");
     assert_eq!(fields(api, &table_id).await.len(), 3);
     assert!(records(api, &table_id).await.is_empty());
@@ -333,18 +435,51 @@ async fn a_run_needs_an_editor_and_a_member() {
     let csv = b"a\n1\n";
     let plan = json!([create(0, "A", "number")]);
 
-    let msg = run(&viewer.api, db_id, "a.csv", csv, new_table("V"), plan.clone())
-        .await
-        .expect_error(403, "forbidden");
+    let msg = run(
+        &viewer.api,
+        db_id,
+        "a.csv",
+        csv,
+        new_table("V"),
+        plan.clone(),
+    )
+    .await
+    .expect_error(403, "forbidden");
     assert_eq!(msg, forbidden::VIEWER);
-    let msg = run(&read_only, db_id, "a.csv", csv, new_table("R"), plan.clone())
-        .await
-        .expect_error(403, "forbidden");
+    let msg = run(
+        &read_only,
+        db_id,
+        "a.csv",
+        csv,
+        new_table("R"),
+        plan.clone(),
+    )
+    .await
+    .expect_error(403, "forbidden");
     assert_eq!(msg, forbidden::KEY_READ_ONLY);
-    let hidden = run(&stranger.api, db_id, "a.csv", csv, new_table("S"), plan.clone()).await;
+    let hidden = run(
+        &stranger.api,
+        db_id,
+        "a.csv",
+        csv,
+        new_table("S"),
+        plan.clone(),
+    )
+    .await;
     hidden.expect_error(404, "not_found");
-    let missing = run(&stranger.api, "db_000000000000", "a.csv", csv, new_table("S"), plan).await;
-    assert_eq!(hidden.body, missing.body, "a non-member's run looks like a missing database");
+    let missing = run(
+        &stranger.api,
+        "db_000000000000",
+        "a.csv",
+        csv,
+        new_table("S"),
+        plan,
+    )
+    .await;
+    assert_eq!(
+        hidden.body, missing.body,
+        "a non-member's run looks like a missing database"
+    );
     assert!(tables(&owner.api, db_id).await.is_empty());
     // The preview stays open to the viewer and the stranger.
     crate::import::preview(&stranger.api, db_id, "a.csv", csv)
@@ -374,27 +509,53 @@ async fn a_unique_clash_mid_write_reports_rows_added_and_remaining() {
     // land, the batch of rows 101-200 fails.
     let mut csv = String::from("code,n\n");
     for i in 1..=250 {
-        let c = if i == 180 { "TAKEN".to_owned() } else { format!("C{i}") };
+        let c = if i == 180 {
+            "TAKEN".to_owned()
+        } else {
+            format!("C{i}")
+        };
         csv.push_str(&format!("{c},{i}\n"));
     }
     let plan = json!([map(0, &code), create(1, "N", "number")]);
-    let msg = run(api, db_id, "codes.csv", csv.as_bytes(), existing(&table_id), plan)
-        .await
-        .expect_error(400, "bad_request");
+    let msg = run(
+        api,
+        db_id,
+        "codes.csv",
+        csv.as_bytes(),
+        existing(&table_id),
+        plan,
+    )
+    .await
+    .expect_error(400, "bad_request");
     assert!(msg.contains("'Code' must be unique"), "{msg}");
     assert!(msg.contains("100 of 250 rows were already added"), "{msg}");
     assert!(msg.contains("150 rows were not imported"), "{msg}");
     let rows = records(api, &table_id).await;
     assert_eq!(rows.len(), 101);
-    let names: Vec<Value> = fields(api, &table_id).await.iter().map(|f| f["name"].clone()).collect();
-    assert_eq!(names, [json!("Code"), json!("N")], "the field made by the run remains");
+    let names: Vec<Value> = fields(api, &table_id)
+        .await
+        .iter()
+        .map(|f| f["name"].clone())
+        .collect();
+    assert_eq!(
+        names,
+        [json!("Code"), json!("N")],
+        "the field made by the run remains"
+    );
     assert_eq!(by(&rows, "Code", "C100")["fields"]["N"], 100);
 
     // A repeat inside the file itself is found before anything is written.
     let csv = "code\nD1\nD2\nD1\n";
-    let msg = run(api, db_id, "codes.csv", csv.as_bytes(), existing(&table_id), json!([map(0, &code)]))
-        .await
-        .expect_error(400, "bad_request");
+    let msg = run(
+        api,
+        db_id,
+        "codes.csv",
+        csv.as_bytes(),
+        existing(&table_id),
+        json!([map(0, &code)]),
+    )
+    .await
+    .expect_error(400, "bad_request");
     assert!(msg.contains("Data rows 1 and 3 both hold 'D1'"), "{msg}");
     assert_eq!(records(api, &table_id).await.len(), 101);
 }
@@ -418,7 +579,10 @@ async fn an_xlsx_run_imports_the_first_sheet_only() {
     let owner = Person::new().await;
     let api = &owner.api;
     let db_id = &owner.api.new_database("import-run").await;
-    let plan = json!([create(0, "Item", "single_line_text"), create(1, "Qty", "number")]);
+    let plan = json!([
+        create(0, "Item", "single_line_text"),
+        create(1, "Qty", "number")
+    ]);
     let reply = run(api, db_id, "stock.xlsx", &bytes, new_table("Stock"), plan).await;
     let table_id = reply.expect_ok()["tableId"].as_str().unwrap().to_owned();
     assert_eq!(reply.body["created"], 2);
@@ -449,7 +613,15 @@ async fn imported_batches_of_50_or_more_fire_no_webhooks() {
     for i in 0..130 {
         csv.push_str(&format!("{i}\n"));
     }
-    let reply = run(api, db_id, "n.csv", csv.as_bytes(), existing(&table_id), json!([map(0, &n)])).await;
+    let reply = run(
+        api,
+        db_id,
+        "n.csv",
+        csv.as_bytes(),
+        existing(&table_id),
+        json!([map(0, &n)]),
+    )
+    .await;
     assert_eq!(reply.expect_ok()["created"], 130);
     let pg = database_postgres(db_id).await;
     let enqueued: i64 = pg

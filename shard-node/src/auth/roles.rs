@@ -259,6 +259,31 @@ mod tests {
     };
 
     #[test]
+    fn require_refuses_non_members_with_404_then_low_roles_with_403() {
+        let access = |p: Principal| Access {
+            principal: p,
+            database_id: "db_Ab3dZ1234567".into(),
+            schema_version: 1,
+        };
+        let stranger = access(principal(None, false, KeyAccess::ReadWrite));
+        assert!(matches!(
+            stranger.require(Need::Write),
+            Err(ApiError::NotFound)
+        ));
+        assert!(matches!(
+            stranger.require(Need::Read),
+            Err(ApiError::NotFound)
+        ));
+        let viewer = access(principal(Some(Role::Viewer), false, KeyAccess::ReadWrite));
+        assert!(matches!(
+            viewer.require(Need::Write),
+            Err(ApiError::Forbidden(forbidden::VIEWER))
+        ));
+        let editor = access(principal(Some(Role::Editor), false, KeyAccess::ReadWrite));
+        assert!(editor.require(Need::Write).is_ok());
+    }
+
+    #[test]
     fn write_refusals_in_precedence() {
         use KeyAccess::*;
         let ro_owner = principal(Some(Role::Owner), false, ReadOnly);

@@ -40,7 +40,9 @@ pub enum Source {
     Create,
     /// An existing field; `Some(options)` when choices must be added to it
     /// first (the stored settings with the longer choice list).
-    Map { new_options: Option<Map<String, Value>> },
+    Map {
+        new_options: Option<Map<String, Value>>,
+    },
 }
 
 /// One imported column.
@@ -251,7 +253,11 @@ fn add_choices(column: &mut Column, sheet: &Sheet) -> ApiResult<()> {
 }
 
 /// The table as the conversion sees it: the imported columns' fields only.
-fn planned_table(table: Option<&TableSchema>, database_id: &str, columns: &[Column]) -> TableSchema {
+fn planned_table(
+    table: Option<&TableSchema>,
+    database_id: &str,
+    columns: &[Column],
+) -> TableSchema {
     TableSchema {
         id: table.map(|t| t.id.clone()).unwrap_or_default(),
         database_id: database_id.to_owned(),

@@ -44,7 +44,12 @@ fn table() -> TableSchema {
                     {"id": "idB00000", "name": "B", "color": "blue"}
                 ]}),
             ),
-            field("fld_code", "Code", Costume::SingleLineText, json!({"unique": true})),
+            field(
+                "fld_code",
+                "Code",
+                Costume::SingleLineText,
+                json!({"unique": true}),
+            ),
             field("fld_num", "Qty", Costume::Number, json!({})),
             field("fld_link", "Owner", Costume::Link, json!({})),
         ],
@@ -86,15 +91,29 @@ fn mapping_onto_a_select_adds_missing_choices_keeping_ids_and_colours() {
     };
     let choices = opts["choices"].as_array().unwrap();
     assert_eq!(choices.len(), 3);
-    assert_eq!(choices[0], json!({"id": "idA00000", "name": "A", "color": "red"}));
-    assert_eq!(choices[1], json!({"id": "idB00000", "name": "B", "color": "blue"}));
+    assert_eq!(
+        choices[0],
+        json!({"id": "idA00000", "name": "A", "color": "red"})
+    );
+    assert_eq!(
+        choices[1],
+        json!({"id": "idB00000", "name": "B", "color": "blue"})
+    );
     assert_eq!(choices[2]["name"], "C");
     let c_id = choices[2]["id"].as_str().unwrap().to_owned();
     assert_eq!(c_id.len(), 8);
 
     let rows = convert(&schema(), Some(&t), &cols, &s, &env()).unwrap();
     let values: Vec<&Value> = rows.iter().map(|p| &p.columns["fld_sel"]).collect();
-    assert_eq!(values, [&json!("idA00000"), &json!(c_id), &json!("idB00000"), &json!(c_id)]);
+    assert_eq!(
+        values,
+        [
+            &json!("idA00000"),
+            &json!(c_id),
+            &json!("idB00000"),
+            &json!(c_id)
+        ]
+    );
 }
 
 #[test]
@@ -103,14 +122,18 @@ fn a_select_with_more_than_100_distinct_values_is_refused() {
     for i in 0..101 {
         csv.push_str(&format!("v{i}\n"));
     }
-    let p = plan(r#"[{"columnIndex":0,"action":{"kind":"create","name":"V","costume":"single_select"}}]"#);
+    let p = plan(
+        r#"[{"columnIndex":0,"action":{"kind":"create","name":"V","costume":"single_select"}}]"#,
+    );
     let m = message(resolve(None, &p, &sheet(&csv)).unwrap_err());
     assert!(m.contains("101 distinct values"), "{m}");
     assert!(m.contains("at most 100"), "{m}");
     // Exactly 100 passes; multi select counts names across cells.
     let csv: String = csv.lines().take(101).collect::<Vec<_>>().join("\n");
     assert!(resolve(None, &p, &sheet(&csv)).is_ok());
-    let multi = plan(r#"[{"columnIndex":0,"action":{"kind":"create","name":"V","costume":"multi_select"}}]"#);
+    let multi = plan(
+        r#"[{"columnIndex":0,"action":{"kind":"create","name":"V","costume":"multi_select"}}]"#,
+    );
     let cols = resolve(None, &multi, &sheet("v\n\"a, b\"\n\"b,c\"\n")).unwrap();
     assert_eq!(cols[0].field.choices().len(), 3);
 }
@@ -122,15 +145,29 @@ fn plan_refusals_against_file_and_table() {
     let m = |p: &str, t: Option<&TableSchema>| message(resolve(t, &plan(p), &s).unwrap_err());
     assert!(m(r#"[{"columnIndex":2,"action":{"kind":"skip"}}]"#, None)
         .contains("plan[0].columnIndex is 2, but the file has 2 columns"));
-    assert!(m(r#"[{"columnIndex":0,"sourceHeader":"b","action":{"kind":"skip"}}]"#, None)
-        .contains("column 0 of the file is headed 'a'"));
-    assert!(m(r#"[{"columnIndex":0,"action":{"kind":"skip"}}]"#, None).contains("imports no column"));
-    assert!(m(r#"[{"columnIndex":0,"action":{"kind":"map","targetFieldId":"fld_num"}}]"#, None)
-        .contains("new_table target has no fields"));
-    assert!(m(r#"[{"columnIndex":0,"action":{"kind":"map","targetFieldId":"fld_zz"}}]"#, Some(&t))
-        .contains("'fld_zz' is not a field of table 'Things'"));
-    assert!(m(r#"[{"columnIndex":0,"action":{"kind":"map","targetFieldId":"fld_link"}}]"#, Some(&t))
-        .contains("cannot be imported as 'link'"));
+    assert!(m(
+        r#"[{"columnIndex":0,"sourceHeader":"b","action":{"kind":"skip"}}]"#,
+        None
+    )
+    .contains("column 0 of the file is headed 'a'"));
+    assert!(
+        m(r#"[{"columnIndex":0,"action":{"kind":"skip"}}]"#, None).contains("imports no column")
+    );
+    assert!(m(
+        r#"[{"columnIndex":0,"action":{"kind":"map","targetFieldId":"fld_num"}}]"#,
+        None
+    )
+    .contains("new_table target has no fields"));
+    assert!(m(
+        r#"[{"columnIndex":0,"action":{"kind":"map","targetFieldId":"fld_zz"}}]"#,
+        Some(&t)
+    )
+    .contains("'fld_zz' is not a field of table 'Things'"));
+    assert!(m(
+        r#"[{"columnIndex":0,"action":{"kind":"map","targetFieldId":"fld_link"}}]"#,
+        Some(&t)
+    )
+    .contains("cannot be imported as 'link'"));
     assert!(m(
         r#"[{"columnIndex":0,"action":{"kind":"map","targetFieldId":"fld_num"}},
             {"columnIndex":1,"action":{"kind":"map","targetFieldId":"fld_num"}}]"#,
@@ -173,7 +210,10 @@ fn an_invalid_cell_names_row_column_and_value() {
     );
     let s = sheet("name,qty,when\nAnn,1,2024-02-30\n");
     let m = message(convert(&schema(), None, &cols, &s, &env()).unwrap_err());
-    assert!(m.starts_with("Data row 1, column 2 ('when'): the value '2024-02-30'"), "{m}");
+    assert!(
+        m.starts_with("Data row 1, column 2 ('when'): the value '2024-02-30'"),
+        "{m}"
+    );
 }
 
 #[test]
@@ -184,8 +224,20 @@ fn every_importable_costume_converts_as_the_write_path_does() {
          Bo,,,,,,,,,,,,,\n",
     );
     let costumes = [
-        "single_line_text", "long_text", "email", "phone", "url", "number", "currency",
-        "percent", "rating", "duration", "date", "checkbox", "single_select", "multi_select",
+        "single_line_text",
+        "long_text",
+        "email",
+        "phone",
+        "url",
+        "number",
+        "currency",
+        "percent",
+        "rating",
+        "duration",
+        "date",
+        "checkbox",
+        "single_select",
+        "multi_select",
     ];
     let entries: Vec<String> = costumes
         .iter()

@@ -134,7 +134,10 @@ pub fn number(t: &str, symbol: Option<&str>) -> Option<f64> {
     if !digits
         .chars()
         .all(|c| c.is_ascii_digit() || matches!(c, '.' | ',' | 'e' | 'E' | '+' | '-'))
-        || !digits.chars().next().is_some_and(|c| c.is_ascii_digit() || c == '.')
+        || !digits
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit() || c == '.')
     {
         return None;
     }
@@ -251,7 +254,9 @@ mod tests {
         assert_eq!(n("3.5 %"), Some(3.5));
         assert_eq!(n("1e3"), Some(1000.0));
         assert_eq!(number("CHF 12", Some("CHF")), Some(12.0));
-        for bad in ["abc", "1,2,3", "1.2.3", "inf", "NaN", "12abc", "--1", "1,23.4,5", ""] {
+        for bad in [
+            "abc", "1,2,3", "1.2.3", "inf", "NaN", "12abc", "--1", "1,23.4,5", "",
+        ] {
             assert_eq!(n(bad), None, "{bad}");
         }
     }
@@ -274,7 +279,10 @@ mod tests {
         assert_eq!(date_text("31/01/2024", Some("eu"), false), "2024-01-31");
         assert_eq!(date_text("31.01.2024", Some("eu"), false), "2024-01-31");
         assert_eq!(date_text("2024-01-31T10:30:00", None, false), "2024-01-31");
-        assert_eq!(date_text("2024-01-31 10:30", None, true), "2024-01-31 10:30");
+        assert_eq!(
+            date_text("2024-01-31 10:30", None, true),
+            "2024-01-31 10:30"
+        );
         assert_eq!(date_text("1/2/2024 10:30", None, true), "2024-01-02 10:30");
         // Not a date: passed through for the write path to refuse.
         assert_eq!(date_text("soon", None, false), "soon");
@@ -293,15 +301,24 @@ mod tests {
         );
         assert_eq!(cell_json(&f(Costume::Checkbox), "Yes"), json!(true));
         assert_eq!(cell_json(&f(Costume::Checkbox), "?"), json!("?"));
-        assert_eq!(cell_json(&f(Costume::SingleLineText), " a b "), json!(" a b "));
-        assert_eq!(cell_json(&f(Costume::SingleSelect), " Open "), json!("Open"));
+        assert_eq!(
+            cell_json(&f(Costume::SingleLineText), " a b "),
+            json!(" a b ")
+        );
+        assert_eq!(
+            cell_json(&f(Costume::SingleSelect), " Open "),
+            json!("Open")
+        );
         assert_eq!(
             cell_json(&f(Costume::MultiSelect), "a, b,,c "),
             json!(["a", "b", "c"])
         );
         assert_eq!(cell_json(&f(Costume::Duration), "1:30"), json!("1:30"));
         assert_eq!(
-            cell_json(&field(Costume::Date, json!({"date_format": "eu"})), "2/1/2024"),
+            cell_json(
+                &field(Costume::Date, json!({"date_format": "eu"})),
+                "2/1/2024"
+            ),
             json!("2024-01-02")
         );
     }

@@ -17,8 +17,12 @@ use crate::schema::{Costume, Family};
 pub enum Target {
     /// A table created by the run, named `name` (stored untrimmed, as a
     /// table create does).
-    NewTable { name: String },
-    ExistingTable { table_id: String },
+    NewTable {
+        name: String,
+    },
+    ExistingTable {
+        table_id: String,
+    },
 }
 
 /// What one column of the file becomes.
@@ -87,9 +91,8 @@ pub fn not_importable(what: &str, costume: Costume) -> ApiError {
 }
 
 fn parse_json(part: &str, text: &str) -> ApiResult<Value> {
-    serde_json::from_str(text).map_err(|e| {
-        ApiError::bad_request(format!("The {part} part is not valid JSON: {e}."))
-    })
+    serde_json::from_str(text)
+        .map_err(|e| ApiError::bad_request(format!("The {part} part is not valid JSON: {e}.")))
 }
 
 fn only_keys(obj: &Map<String, Value>, at: &str, allowed: &[&str]) -> ApiResult<()> {
@@ -105,9 +108,7 @@ fn only_keys(obj: &Map<String, Value>, at: &str, allowed: &[&str]) -> ApiResult<
 fn string<'a>(obj: &'a Map<String, Value>, at: &str, key: &str) -> ApiResult<&'a str> {
     match obj.get(key) {
         Some(Value::String(s)) => Ok(s),
-        None | Some(Value::Null) => Err(ApiError::bad_request(format!(
-            "{at}.{key} is required."
-        ))),
+        None | Some(Value::Null) => Err(ApiError::bad_request(format!("{at}.{key} is required."))),
         Some(other) => Err(ApiError::bad_request(format!(
             "{at}.{key} must be a string, not {}.",
             json_kind(other)
@@ -232,7 +233,9 @@ fn parse_action(obj: &Map<String, Value>, at: &str) -> ApiResult<Action> {
             only_keys(obj, at, &["kind", "name", "costume", "options"])?;
             let name = string(obj, at, "name")?.trim();
             if name.is_empty() {
-                return Err(ApiError::bad_request(format!("{at}.name must not be blank.")));
+                return Err(ApiError::bad_request(format!(
+                    "{at}.name must not be blank."
+                )));
             }
             let costume_name = string(obj, at, "costume")?;
             if matches!(costume_name, "formula" | "lookup" | "rollup") {
@@ -321,7 +324,9 @@ mod tests {
         .unwrap();
         assert_eq!(plan.len(), 4);
         assert_eq!(plan[0].source_header.as_deref(), Some("Name"));
-        assert!(matches!(&plan[0].action, Action::Create { name, costume: Costume::SingleLineText, .. } if name == "Name"));
+        assert!(
+            matches!(&plan[0].action, Action::Create { name, costume: Costume::SingleLineText, .. } if name == "Name")
+        );
         assert_eq!(
             plan[1].action,
             Action::Map {
@@ -344,20 +349,30 @@ mod tests {
         assert!(m(r#"[{"columnIndex":-1,"action":{"kind":"skip"}}]"#).contains("whole number"));
         assert!(m(r#"[{"columnIndex":"0","action":{"kind":"skip"}}]"#).contains("whole number"));
         assert!(m(r#"[{"columnIndex":0}]"#).contains("plan[0].action is required"));
-        assert!(m(r#"[{"columnIndex":0,"action":{"kind":"skip"},"extra":1}]"#)
-            .contains("plan[0] has an unknown key 'extra'"));
-        assert!(m(r#"[{"columnIndex":0,"sourceHeader":5,"action":{"kind":"skip"}}]"#)
-            .contains("plan[0].sourceHeader must be a string, not a number"));
+        assert!(
+            m(r#"[{"columnIndex":0,"action":{"kind":"skip"},"extra":1}]"#)
+                .contains("plan[0] has an unknown key 'extra'")
+        );
+        assert!(
+            m(r#"[{"columnIndex":0,"sourceHeader":5,"action":{"kind":"skip"}}]"#)
+                .contains("plan[0].sourceHeader must be a string, not a number")
+        );
         assert!(m(r#"[{"columnIndex":0,"action":{"kind":"drop"}}]"#)
             .contains("plan[0].action.kind must be 'skip', 'map' or 'create', not 'drop'"));
         assert!(m(r#"[{"columnIndex":0,"action":{"kind":"map"}}]"#)
             .contains("plan[0].action.targetFieldId is required"));
-        assert!(m(r#"[{"columnIndex":0,"action":{"kind":"map","targetFieldID":"f"}}]"#)
-            .contains("unknown key 'targetFieldID'"));
-        assert!(m(r#"[{"columnIndex":0,"action":{"kind":"create","name":"","costume":"number"}}]"#)
-            .contains("plan[0].action.name must not be blank"));
-        assert!(m(r#"[{"columnIndex":0,"action":{"kind":"create","name":"n","costume":"blob"}}]"#)
-            .contains("'blob' is not a field type"));
+        assert!(
+            m(r#"[{"columnIndex":0,"action":{"kind":"map","targetFieldID":"f"}}]"#)
+                .contains("unknown key 'targetFieldID'")
+        );
+        assert!(m(
+            r#"[{"columnIndex":0,"action":{"kind":"create","name":"","costume":"number"}}]"#
+        )
+        .contains("plan[0].action.name must not be blank"));
+        assert!(
+            m(r#"[{"columnIndex":0,"action":{"kind":"create","name":"n","costume":"blob"}}]"#)
+                .contains("'blob' is not a field type")
+        );
         assert!(m(r#"[{"columnIndex":0,"action":{"kind":"create","name":"n","costume":"number","options":[]}}]"#)
             .contains("plan[0].action.options must be an object"));
         assert!(m(r#"[{"columnIndex":0,"action":{"kind":"skip"}},{"columnIndex":0,"action":{"kind":"skip"}}]"#)

@@ -11,7 +11,8 @@
 //!   while writing rows (a clash with a unique value already in the table)
 //!   says how many rows were added and how many were not.
 //!
-//! Rows are written in batches of [`BATCH`], each its own transaction, by
+//! Rows are written in batches ([`BATCH`] on an existing table,
+//! [`NEW_TABLE_BATCH`] on a table the run made), each its own transaction, by
 //! the record write path (`records::write::insert`: one statement per
 //! batch) on one pooled session held for the whole run, with its events
 //! handed to webhooks as any write's are: a batch of 50 or more fires none.
@@ -35,8 +36,12 @@ use crate::schema::DatabaseSchema;
 use crate::state::{AppState, DbOp};
 use crate::tables;
 
-/// Rows per transaction (part B).
+/// Rows per transaction on an existing table (part B).
 pub const BATCH: usize = 100;
+/// Rows per transaction (and statement) on a table the run made: part B
+/// fixes no size there (a failure deletes the table whatever landed), and
+/// fewer round trips make a large import markedly faster.
+pub const NEW_TABLE_BATCH: usize = 1_000;
 /// An import of this many rows or more refreshes the table's statistics.
 pub const ANALYZE_FROM: usize = 1_000;
 
@@ -64,6 +69,7 @@ pub async fn run(
             Some(schema.table(table_id).ok_or(ApiError::NotFound)?.clone())
         }
     };
+    let started = std::time::Instant::now();
     let (cols, rows) = tokio::task::spawn_blocking(move || {
         let sheet = sheet::read(&filename, &bytes)?;
         drop(bytes);
@@ -73,15 +79,26 @@ pub async fn run(
     })
     .await
     .map_err(|e| ApiError::Internal(e.into()))??;
+    let checked = started.elapsed();
 
     let (table_id, created) = match target {
-        Target::NewTable { name } => new_table(state, database_id, user_id, &name, &cols, rows).await?,
+        Target::NewTable { name } => {
+            new_table(state, database_id, user_id, &name, &cols, rows).await?
+        }
         Target::ExistingTable { table_id } => {
             let created =
                 existing_table(state, database_id, user_id, &table_id, &cols, rows).await?;
             (table_id, created)
         }
     };
+    tracing::info!(
+        %table_id,
+        created,
+        columns = cols.len(),
+        read_and_checked_ms = checked.as_millis() as u64,
+        total_ms = started.elapsed().as_millis() as u64,
+        "import finished"
+    );
     Ok(json!({ "tableId": table_id, "created": created }))
 }
 
@@ -108,9 +125,16 @@ async fn new_table(
             .await
             .map_err(|(_, e)| e)?;
         let rows = columns::rekey(rows, &made);
-        write_rows(state, database_id, user_id, &table.id, rows)
-            .await
-            .map_err(|(_, e)| e)
+        write_rows(
+            state,
+            database_id,
+            user_id,
+            &table.id,
+            rows,
+            NEW_TABLE_BATCH,
+        )
+        .await
+        .map_err(|(_, e)| e)
     }
     .await;
     match filled {
@@ -163,7 +187,7 @@ async fn existing_table(
     }
     let total = rows.len();
     let rows = columns::rekey(rows, &made);
-    write_rows(state, database_id, user_id, table_id, rows)
+    write_rows(state, database_id, user_id, table_id, rows, BATCH)
         .await
         .map_err(|(added, e)| late_failure(added, total, e))
 }
@@ -193,16 +217,19 @@ async fn make_fields(
             )
             .await
             .map_err(|e| (made.len(), e))?;
-        let id = field["id"]
-            .as_str()
-            .ok_or_else(|| (made.len(), anyhow::anyhow!("created field without id").into()))?;
+        let id = field["id"].as_str().ok_or_else(|| {
+            (
+                made.len(),
+                anyhow::anyhow!("created field without id").into(),
+            )
+        })?;
         made.insert(c.field.id.clone(), id.to_owned());
     }
     Ok(made)
 }
 
-/// Writes `rows` in batches of [`BATCH`], each its own transaction, on
-/// one session; returns how many were written, or how many were written
+/// Writes `rows` in batches of `size`, each its own transaction, on one
+/// session; returns how many were written, or how many were written
 /// before the failure.
 async fn write_rows(
     state: &AppState,
@@ -210,17 +237,14 @@ async fn write_rows(
     user_id: &str,
     table_id: &str,
     rows: Vec<Prepared>,
+    size: usize,
 ) -> Result<usize, (usize, ApiError)> {
-    let mut client = state
-        .db
-        .client_for(database_id)
-        .await
-        .map_err(|e| (0, e))?;
+    let mut client = state.db.client_for(database_id).await.map_err(|e| (0, e))?;
     let mut added = 0;
     let mut rows = rows.into_iter().peekable();
     let mut record_table = None;
     while rows.peek().is_some() {
-        let batch: Vec<Prepared> = rows.by_ref().take(BATCH).collect();
+        let batch: Vec<Prepared> = rows.by_ref().take(size).collect();
         let n = batch.len();
         let written = state
             .db
@@ -330,7 +354,9 @@ mod tests {
         let m = message(late_failure(
             200,
             450,
-            ApiError::bad_request("Field 'Code' must be unique: another record already holds this value."),
+            ApiError::bad_request(
+                "Field 'Code' must be unique: another record already holds this value.",
+            ),
         ));
         assert_eq!(
             m,
@@ -350,9 +376,18 @@ mod tests {
 
     #[test]
     fn a_field_failure_says_the_made_fields_remain() {
-        let m = message(fields_failure(2, ApiError::bad_request("A table can have at most 500 fields ('T' is full).")));
-        assert!(m.ends_with("2 new fields already added to the table remain; no rows were imported."), "{m}");
+        let m = message(fields_failure(
+            2,
+            ApiError::bad_request("A table can have at most 500 fields ('T' is full)."),
+        ));
+        assert!(
+            m.ends_with("2 new fields already added to the table remain; no rows were imported."),
+            "{m}"
+        );
         let m = message(fields_failure(1, ApiError::Conflict("taken.".into())));
-        assert!(m.ends_with("1 new field already added to the table remains; no rows were imported."), "{m}");
+        assert!(
+            m.ends_with("1 new field already added to the table remains; no rows were imported."),
+            "{m}"
+        );
     }
 }
