@@ -106,6 +106,8 @@ pub enum DbOp {
     ListDeliveries,
     ReplayDelivery,
     MatchClock,
+    ImportRecords,
+    AnalyzeTable,
 }
 
 impl DbOp {
@@ -158,6 +160,8 @@ impl DbOp {
             DbOp::ListDeliveries => "list_deliveries",
             DbOp::ReplayDelivery => "replay_delivery",
             DbOp::MatchClock => "match_clock",
+            DbOp::ImportRecords => "import_records",
+            DbOp::AnalyzeTable => "analyze_table",
         }
     }
 }

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 const BOUNDARY: &str = "e2e-import-boundary-7f3a";
 
 /// A multipart body: `(name, filename, bytes)` per part.
-fn multipart(parts: &[(&str, Option<&str>, &[u8])]) -> Vec<u8> {
+pub(crate) fn multipart(parts: &[(&str, Option<&str>, &[u8])]) -> Vec<u8> {
     let mut body = Vec::new();
     for (name, filename, bytes) in parts {
         body.extend_from_slice(format!("--{BOUNDARY}\r\n").as_bytes());
@@ -24,7 +24,7 @@ fn multipart(parts: &[(&str, Option<&str>, &[u8])]) -> Vec<u8> {
     body
 }
 
-async fn post_import(api: &Api, db_id: &str, body: Vec<u8>) -> Reply {
+pub(crate) async fn post_import(api: &Api, db_id: &str, body: Vec<u8>) -> Reply {
     let mut req = api
         .http
         .post(format!("{}/api/databases/{db_id}/import", api.base))
@@ -48,11 +48,11 @@ async fn post_import(api: &Api, db_id: &str, body: Vec<u8>) -> Reply {
     }
 }
 
-async fn preview(api: &Api, db_id: &str, filename: &str, bytes: &[u8]) -> Reply {
+pub(crate) async fn preview(api: &Api, db_id: &str, filename: &str, bytes: &[u8]) -> Reply {
     post_import(api, db_id, multipart(&[("file", Some(filename), bytes)])).await
 }
 
-fn column<'a>(reply: &'a Value, i: usize) -> &'a Value {
+fn column(reply: &Value, i: usize) -> &Value {
     &reply["columns"][i]
 }
 

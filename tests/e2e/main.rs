@@ -9,6 +9,7 @@ mod export;
 mod fields;
 mod fixtures;
 mod import;
+mod import_run;
 mod keys;
 mod rate_limits;
 mod records;

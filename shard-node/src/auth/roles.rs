@@ -34,6 +34,19 @@ impl Access {
         &self.principal.user_id
     }
 
+    /// For a route that lets any caller through ([`AnyCaller`]), the checks
+    /// every other route makes: a non-member is 404, then `need`'s refusal
+    /// (403) as the role extractors give it.
+    pub fn require(&self, need: Need) -> ApiResult<()> {
+        if self.principal.role.is_none() && !self.principal.support {
+            return Err(ApiError::NotFound);
+        }
+        match refusal(&self.principal, need) {
+            Some(message) => Err(ApiError::Forbidden(message)),
+            None => Ok(()),
+        }
+    }
+
     /// The database named in the path, which must be the principal's.
     pub fn database(&self, path_id: &str) -> ApiResult<&str> {
         if path_id == self.database_id {
@@ -244,6 +257,31 @@ mod tests {
         refusal: forbidden::OWNER_DELETE_DATABASE,
         refused_to_keys: true,
     };
+
+    #[test]
+    fn require_refuses_non_members_with_404_then_low_roles_with_403() {
+        let access = |p: Principal| Access {
+            principal: p,
+            database_id: "db_Ab3dZ1234567".into(),
+            schema_version: 1,
+        };
+        let stranger = access(principal(None, false, KeyAccess::ReadWrite));
+        assert!(matches!(
+            stranger.require(Need::Write),
+            Err(ApiError::NotFound)
+        ));
+        assert!(matches!(
+            stranger.require(Need::Read),
+            Err(ApiError::NotFound)
+        ));
+        let viewer = access(principal(Some(Role::Viewer), false, KeyAccess::ReadWrite));
+        assert!(matches!(
+            viewer.require(Need::Write),
+            Err(ApiError::Forbidden(forbidden::VIEWER))
+        ));
+        let editor = access(principal(Some(Role::Editor), false, KeyAccess::ReadWrite));
+        assert!(editor.require(Need::Write).is_ok());
+    }
 
     #[test]
     fn write_refusals_in_precedence() {

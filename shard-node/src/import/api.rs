@@ -1,24 +1,28 @@
 //! The handler of `POST /api/databases/{id}/import`: reads the multipart
-//! body and answers the preview. Membership is not checked on the preview
-//! (part B); the run (`target` + `plan`) is not built yet and answers 404,
-//! as the route did before it existed.
+//! body, then previews (`file` alone; membership not checked, part B) or
+//! runs (`file` + `target` + `plan`; editor, with the refusals of every
+//! other route: a non-member gets 404 here too).
 
 use axum::extract::{FromRequest, Multipart, Path, Request, State};
 use axum::http::header::CONTENT_LENGTH;
 use axum::Json;
 use serde_json::Value;
 
+use crate::auth::roles::Need;
 use crate::auth::AnyCaller;
 use crate::error::{ApiError, ApiResult};
-use crate::import::{preview, sheet, MAX_DECLARED_BYTES, MAX_FILE_BYTES};
+use crate::import::{plan, preview, run, sheet, MAX_DECLARED_BYTES, MAX_FILE_BYTES};
 use crate::state::AppState;
+
+/// Largest `target` or `plan` part read.
+pub const MAX_JSON_PART_BYTES: usize = 1024 * 1024;
 
 /// The parts of the form the route reads.
 #[derive(Debug, Default)]
 struct Form {
     file: Option<(String, Vec<u8>)>,
-    target: bool,
-    plan: bool,
+    target: Option<String>,
+    plan: Option<String>,
 }
 
 pub async fn handler(
@@ -40,24 +44,37 @@ pub async fn handler(
         .await
         .map_err(|_| ApiError::bad_request("Request body must be multipart/form-data."))?;
     let form = read_form(multipart).await?;
-    match (form.target, form.plan) {
-        (false, false) => {}
-        (true, true) => return Err(ApiError::NotFound),
+    let run_parts = match (form.target, form.plan) {
+        (None, None) => None,
+        (Some(target), Some(plan)) => Some((target, plan)),
         _ => {
             return Err(ApiError::bad_request(
                 "An import run needs both target and plan; send file alone to preview.",
             ))
         }
+    };
+    if run_parts.is_some() {
+        access.require(Need::Write)?;
     }
     let Some((filename, bytes)) = form.file else {
         return Err(ApiError::bad_request(
             "The multipart part \"file\" is missing: attach the spreadsheet as file.",
         ));
     };
-    let sheet = tokio::task::spawn_blocking(move || sheet::read(&filename, &bytes))
-        .await
-        .map_err(|e| ApiError::Internal(e.into()))??;
-    Ok(Json(preview::preview(&sheet)))
+    match run_parts {
+        None => {
+            let sheet = tokio::task::spawn_blocking(move || sheet::read(&filename, &bytes))
+                .await
+                .map_err(|e| ApiError::Internal(e.into()))??;
+            Ok(Json(preview::preview(&sheet)))
+        }
+        Some((target, plan_text)) => {
+            let target = plan::parse_target(&target)?;
+            let plan = plan::parse_plan(&plan_text)?;
+            let reply = run::run(&state, &access, target, plan, filename, bytes).await?;
+            Ok(Json(reply))
+        }
+    }
 }
 
 fn too_large() -> ApiError {
@@ -74,7 +91,8 @@ fn truncated() -> ApiError {
 async fn read_form(mut multipart: Multipart) -> ApiResult<Form> {
     let mut form = Form::default();
     while let Some(mut field) = multipart.next_field().await.map_err(|_| truncated())? {
-        match field.name().unwrap_or_default() {
+        let name = field.name().unwrap_or_default().to_owned();
+        match name.as_str() {
             "file" => {
                 let filename = field.file_name().unwrap_or_default().to_owned();
                 let mut bytes = Vec::new();
@@ -86,8 +104,26 @@ async fn read_form(mut multipart: Multipart) -> ApiResult<Form> {
                 }
                 form.file = Some((filename, bytes));
             }
-            "target" => form.target = true,
-            "plan" => form.plan = true,
+            "target" | "plan" => {
+                let mut bytes = Vec::new();
+                while let Some(chunk) = field.chunk().await.map_err(|_| truncated())? {
+                    if bytes.len() + chunk.len() > MAX_JSON_PART_BYTES {
+                        return Err(ApiError::bad_request(format!(
+                            "The {name} part is larger than {} KB.",
+                            MAX_JSON_PART_BYTES / 1024
+                        )));
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                let text = String::from_utf8(bytes).map_err(|_| {
+                    ApiError::bad_request(format!("The {name} part is not UTF-8 text."))
+                })?;
+                if name == "target" {
+                    form.target = Some(text);
+                } else {
+                    form.plan = Some(text);
+                }
+            }
             _ => {}
         }
     }

@@ -1,12 +1,22 @@
-//! `POST /api/databases/{id}/import` (part B "Import"). This module holds
-//! the preview: a spreadsheet read into a [`sheet::Sheet`] (CSV or the first
-//! worksheet of an `.xlsx`/`.xls`), one guessed costume per column, and the
-//! reply. Nothing here writes; the run branch (`target` + `plan`) is not
-//! built yet and answers as the route did before (404).
+//! `POST /api/databases/{id}/import` (part B "Import").
+//!
+//! * [`sheet`]: a spreadsheet read into text cells (CSV or the first
+//!   worksheet of an `.xlsx`/`.xls`);
+//! * the preview: [`guess`] (one costume per column) and [`preview`] (the
+//!   reply); nothing written;
+//! * the run: [`plan`] (the `target` and `plan` parts), [`convert`] (a
+//!   text cell as the JSON a record write takes), [`columns`] (the plan
+//!   checked against file and table, every cell converted, before any
+//!   write) and [`run`] (the writes);
+//! * [`api`]: the handler.
 
 pub mod api;
+pub mod columns;
+pub mod convert;
 pub mod guess;
+pub mod plan;
 pub mod preview;
+pub mod run;
 pub mod sheet;
 
 /// Largest file an import reads (part B).

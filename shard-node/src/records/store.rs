@@ -400,6 +400,12 @@ pub async fn insert_bare(
     c.execute(&sql, &[&ids, &created_by]).await
 }
 
+/// Refreshes the planner's statistics of the table (after a large import,
+/// so its first reads are planned for its real size).
+pub async fn analyze(c: &impl GenericClient, t: &RecordTable) -> Result<(), tokio_postgres::Error> {
+    c.batch_execute(&format!("ANALYZE {}", t.qualified)).await
+}
+
 /// `jsonb_to_recordset` column list: `id text, "fld_a" numeric, ...`.
 fn recordset_columns(cols: &[(String, String)], extra: &str) -> anyhow::Result<String> {
     let mut s = String::from("id text");
