@@ -361,7 +361,14 @@ async fn export_carries_attachments_on(store: Store) {
 
     let text = b"minutes of the meeting\n".repeat(200);
     let image = pattern(200_000);
-    let report = upload(api, &docs, &files, &recs[0], ("report.txt", "text/plain", &text)).await;
+    let report = upload(
+        api,
+        &docs,
+        &files,
+        &recs[0],
+        ("report.txt", "text/plain", &text),
+    )
+    .await;
     let photo = upload(
         api,
         &docs,
@@ -370,7 +377,14 @@ async fn export_carries_attachments_on(store: Store) {
         ("photo 日本:1.png", "image/png", &image),
     )
     .await;
-    let draft = upload(api, &docs, &files, &recs[0], ("draft.txt", "text/plain", b"wip")).await;
+    let draft = upload(
+        api,
+        &docs,
+        &files,
+        &recs[0],
+        ("draft.txt", "text/plain", b"wip"),
+    )
+    .await;
     for att in [&report, &photo, &draft] {
         assert!(
             stores::blob_exists(&db_id, att, Variant::Original).await,
@@ -427,7 +441,10 @@ async fn export_carries_attachments_on(store: Store) {
     );
     let rows = csv_rows(&out.entries["Docs.csv"]);
     assert_eq!(rows[0], ["id", "Name", "Files"]);
-    assert_eq!(rows[1..], [[recs[0].clone(), "kept".into(), report.clone()]]);
+    assert_eq!(
+        rows[1..],
+        [[recs[0].clone(), "kept".into(), report.clone()]]
+    );
 }
 
 #[tokio::test]

@@ -370,7 +370,10 @@ mod tests {
         assert_eq!(safe_filename("what?.txt"), "what_.txt");
         for name in ["../../x", "..\\..\\x", "a/../b", "...."] {
             let safe = safe_filename(name);
-            assert!(!safe.contains(['/', '\\']) && !safe.contains(".."), "{name} -> {safe}");
+            assert!(
+                !safe.contains(['/', '\\']) && !safe.contains(".."),
+                "{name} -> {safe}"
+            );
         }
         assert_eq!(
             entry_name("att_AAAAAbcdefgh", "a/b.txt"),
@@ -398,7 +401,10 @@ mod tests {
             "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
             "x"
         ));
-        assert!(!already_compressed("text/plain; charset=utf-8", "notes.txt"));
+        assert!(!already_compressed(
+            "text/plain; charset=utf-8",
+            "notes.txt"
+        ));
         assert!(!already_compressed("image/svg+xml", "logo.svg"));
         assert!(!already_compressed("audio/wav", "a.wav"));
     }
@@ -427,13 +433,17 @@ mod tests {
             over_ceiling: 2,
             ..Gaps::default()
         };
-        assert!(g.describe().starts_with("- 2 attachment file(s) are not in attachments/"));
+        assert!(g
+            .describe()
+            .starts_with("- 2 attachment file(s) are not in attachments/"));
         for i in 0..MAX_GAP_LINES + 3 {
             g.missing(format!("file {i}"));
         }
         assert_eq!(g.lines.len(), MAX_GAP_LINES);
         assert_eq!(g.more, 3);
-        assert!(g.describe().ends_with("- and 3 more attachment file(s) missing from the file store.\n"));
+        assert!(g
+            .describe()
+            .ends_with("- and 3 more attachment file(s) missing from the file store.\n"));
         assert_eq!(Gaps::default().describe(), "");
     }
 }

@@ -95,7 +95,10 @@ async fn exports_attachments_with(blobs: blobstore::Settings) {
         )
         .await;
     assert_eq!(field.status, 200, "{:?}", field.body);
-    let fid = field.body["field"]["id"].as_str().expect("a field id").to_owned();
+    let fid = field.body["field"]["id"]
+        .as_str()
+        .expect("a field id")
+        .to_owned();
     let made = app
         .post(
             &format!("/api/tables/{tid}/records"),
@@ -124,13 +127,37 @@ async fn exports_attachments_with(blobs: blobstore::Settings) {
     let image = pattern(300_000);
     let rows = [
         // 0: on the live record, stored in the store.
-        Row { filename: "notes.txt", record: &recs[0], size: text.len() as i64, placed: true, age: 50 },
+        Row {
+            filename: "notes.txt",
+            record: &recs[0],
+            size: text.len() as i64,
+            placed: true,
+            age: 50,
+        },
         // 1: on the trashed record (no trash filter), an unsafe name.
-        Row { filename: "../évil/..name.png", record: &recs[1], size: image.len() as i64, placed: true, age: 40 },
+        Row {
+            filename: "../évil/..name.png",
+            record: &recs[1],
+            size: image.len() as i64,
+            placed: true,
+            age: 40,
+        },
         // 2: an upload no cell holds: not exported.
-        Row { filename: "draft.txt", record: &recs[0], size: 4, placed: false, age: 30 },
+        Row {
+            filename: "draft.txt",
+            record: &recs[0],
+            size: 4,
+            placed: false,
+            age: 30,
+        },
         // 3: in the registry, not in the store: a blank path and a gap.
-        Row { filename: "=HYPERLINK(\"x\").txt", record: &recs[0], size: 7, placed: true, age: 20 },
+        Row {
+            filename: "=HYPERLINK(\"x\").txt",
+            record: &recs[0],
+            size: 7,
+            placed: true,
+            age: 20,
+        },
     ];
     let tag = ids::tag_of(Kind::Database, &db).unwrap();
     let att: Vec<String> = rows
@@ -153,7 +180,11 @@ async fn exports_attachments_with(blobs: blobstore::Settings) {
                     &row.record,
                     &row.filename,
                     &row.size,
-                    &if row.filename.ends_with(".png") { "image/png" } else { "text/plain" },
+                    &if row.filename.ends_with(".png") {
+                        "image/png"
+                    } else {
+                        "text/plain"
+                    },
                     &row.placed,
                     &created_at,
                 ],
@@ -191,10 +222,30 @@ async fn exports_attachments_with(blobs: blobstore::Settings) {
     assert_eq!(
         listed,
         [
-            vec!["id", "record_id", "filename", "size_bytes", "path"].iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-            vec![att[0].clone(), recs[0].clone(), "notes.txt".into(), size(0), first.clone()],
-            vec![att[1].clone(), recs[1].clone(), "../évil/..name.png".into(), size(1), second.clone()],
-            vec![att[3].clone(), recs[0].clone(), "'=HYPERLINK(\"x\").txt".into(), size(3), String::new()],
+            ["id", "record_id", "filename", "size_bytes", "path"]
+                .map(String::from)
+                .to_vec(),
+            vec![
+                att[0].clone(),
+                recs[0].clone(),
+                "notes.txt".into(),
+                size(0),
+                first.clone()
+            ],
+            vec![
+                att[1].clone(),
+                recs[1].clone(),
+                "../évil/..name.png".into(),
+                size(1),
+                second.clone()
+            ],
+            vec![
+                att[3].clone(),
+                recs[0].clone(),
+                "'=HYPERLINK(\"x\").txt".into(),
+                size(3),
+                String::new()
+            ],
         ],
         "oldest first, the trashed record's file included, the unplaced upload absent"
     );
@@ -237,7 +288,10 @@ async fn lists_every_attachment_across_registry_pages() {
         )
         .await;
     assert_eq!(field.status, 200, "{:?}", field.body);
-    let fid = field.body["field"]["id"].as_str().expect("a field id").to_owned();
+    let fid = field.body["field"]["id"]
+        .as_str()
+        .expect("a field id")
+        .to_owned();
     let tag = ids::tag_of(Kind::Database, &db).unwrap();
     let n = 1203;
     // Every row at the same instant: the id breaks the tie.
@@ -276,5 +330,8 @@ async fn lists_every_attachment_across_registry_pages() {
     assert_eq!(ids, expected, "each once, in (created_at, id) order");
     assert!(listed[1..].iter().all(|r| r[4].is_empty()));
     let readme = String::from_utf8(entries["README.txt"].bytes.clone()).unwrap();
-    assert!(readme.contains(&format!("and {} more", n - 1000)), "{readme}");
+    assert!(
+        readme.contains(&format!("and {} more", n - 1000)),
+        "{readme}"
+    );
 }
