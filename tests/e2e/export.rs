@@ -18,6 +18,8 @@ struct Export {
     status: u16,
     headers: reqwest::header::HeaderMap,
     entries: BTreeMap<String, Vec<u8>>,
+    /// Entry names in archive order.
+    order: Vec<String>,
     body: Vec<u8>,
 }
 
@@ -42,19 +44,23 @@ async fn export(person: &Person, db_id: &str, fetch_site: Option<&str>) -> Expor
     let headers = resp.headers().clone();
     let body = resp.bytes().await.expect("body readable").to_vec();
     let mut entries = BTreeMap::new();
+    let mut order = Vec::new();
     if status == 200 {
         let mut archive = zip::ZipArchive::new(Cursor::new(body.clone())).expect("a zip");
         for i in 0..archive.len() {
             let mut file = archive.by_index(i).expect("an entry");
             let mut bytes = Vec::new();
             file.read_to_end(&mut bytes).expect("entry readable");
-            entries.insert(file.name().expect("an entry name").to_string(), bytes);
+            let name = file.name().expect("an entry name").to_string();
+            order.push(name.clone());
+            entries.insert(name, bytes);
         }
     }
     Export {
         status,
         headers,
         entries,
+        order,
         body,
     }
 }
@@ -410,12 +416,16 @@ async fn export_carries_attachments_on(store: Store) {
     let report_path = format!("attachments/{report}-report.txt");
     let photo_path = format!("attachments/{photo}-photo 日本_1.png");
     let in_folder: Vec<&str> = out
-        .entries
-        .keys()
+        .order
+        .iter()
         .filter(|n| n.starts_with("attachments/"))
         .map(String::as_str)
         .collect();
-    assert_eq!(in_folder, [report_path.as_str(), photo_path.as_str()]);
+    assert_eq!(
+        in_folder,
+        [report_path.as_str(), photo_path.as_str()],
+        "oldest first"
+    );
     assert_eq!(out.entries[&report_path], text);
     assert_eq!(out.entries[&photo_path], image, "the file byte for byte");
     assert_eq!(

@@ -22,7 +22,8 @@ struct Entry {
     method: zip::CompressionMethod,
 }
 
-async fn export(app: &TestApp, db: &str, p: &Principal) -> BTreeMap<String, Entry> {
+/// The export's entries by name, and their names in archive order.
+async fn export(app: &TestApp, db: &str, p: &Principal) -> (BTreeMap<String, Entry>, Vec<String>) {
     let mut req = app
         .http
         .get(format!("http://{}/api/databases/{db}/export", app.addr))
@@ -34,11 +35,13 @@ async fn export(app: &TestApp, db: &str, p: &Principal) -> BTreeMap<String, Entr
     let body = resp.bytes().await.expect("the whole zip").to_vec();
     let mut archive = zip::ZipArchive::new(Cursor::new(body)).expect("a zip");
     let mut entries = BTreeMap::new();
+    let mut order = Vec::new();
     for i in 0..archive.len() {
         let mut file = archive.by_index(i).unwrap();
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).unwrap();
         let name = file.name().unwrap().to_string();
+        order.push(name.clone());
         entries.insert(
             name,
             Entry {
@@ -47,7 +50,7 @@ async fn export(app: &TestApp, db: &str, p: &Principal) -> BTreeMap<String, Entr
             },
         );
     }
-    entries
+    (entries, order)
 }
 
 fn csv_rows(bytes: &[u8]) -> Vec<Vec<String>> {
@@ -202,16 +205,16 @@ async fn exports_attachments_with(blobs: blobstore::Settings) {
     put(&att[2], b"wip!".to_vec()).await;
 
     let viewer = viewer(&db);
-    let entries = export(&app, &db, &viewer).await;
+    let (entries, order) = export(&app, &db, &viewer).await;
     let first = format!("attachments/{}-notes.txt", att[0]);
     let second = format!("attachments/{}-._évil_.name.png", att[1]);
     let missing = format!("attachments/{}-=HYPERLINK(_x_).txt", att[3]);
-    let files: Vec<&str> = entries
-        .keys()
+    let files: Vec<&str> = order
+        .iter()
         .filter(|n| n.starts_with("attachments/"))
         .map(String::as_str)
         .collect();
-    assert_eq!(files, [first.as_str(), second.as_str()]);
+    assert_eq!(files, [first.as_str(), second.as_str()], "oldest first");
     assert_eq!(entries[&first].bytes, text);
     assert_eq!(entries[&first].method, zip::CompressionMethod::Deflated);
     assert_eq!(entries[&second].bytes, image, "the image byte for byte");
@@ -312,7 +315,7 @@ async fn lists_every_attachment_across_registry_pages() {
         )
         .await
         .unwrap();
-    let entries = export(&app, &db, &owner).await;
+    let (entries, _) = export(&app, &db, &owner).await;
     let listed = csv_rows(&entries["attachments.csv"].bytes);
     assert_eq!(listed.len(), n + 1);
     let ids: Vec<String> = listed[1..].iter().map(|r| r[0].clone()).collect();
