@@ -2,13 +2,15 @@
 //! shapes (BOM, header order, trashed records absent, link, multi-select,
 //! date-time and checkbox cells, formula-injection quoting), table-name
 //! collisions, `comments.csv` only for editors and above, non-members and
-//! cross-site requests refused.
+//! cross-site requests refused, and the attachments (`attachments.csv`,
+//! `attachments/`) on both blob stores.
 
 use std::collections::BTreeMap;
 use std::io::{Cursor, Read};
 
 use cluster_protocol::control::Role;
-use e2e_tests::{cluster, id, Person};
+use e2e_tests::stores::{self, Store, Variant};
+use e2e_tests::{cluster, id, Api, Person};
 use serde_json::{json, Value};
 
 /// The export's status, headers and entries (name -> bytes).
@@ -16,6 +18,8 @@ struct Export {
     status: u16,
     headers: reqwest::header::HeaderMap,
     entries: BTreeMap<String, Vec<u8>>,
+    /// Entry names in archive order.
+    order: Vec<String>,
     body: Vec<u8>,
 }
 
@@ -40,19 +44,23 @@ async fn export(person: &Person, db_id: &str, fetch_site: Option<&str>) -> Expor
     let headers = resp.headers().clone();
     let body = resp.bytes().await.expect("body readable").to_vec();
     let mut entries = BTreeMap::new();
+    let mut order = Vec::new();
     if status == 200 {
         let mut archive = zip::ZipArchive::new(Cursor::new(body.clone())).expect("a zip");
         for i in 0..archive.len() {
             let mut file = archive.by_index(i).expect("an entry");
             let mut bytes = Vec::new();
             file.read_to_end(&mut bytes).expect("entry readable");
-            entries.insert(file.name().expect("an entry name").to_string(), bytes);
+            let name = file.name().expect("an entry name").to_string();
+            order.push(name.clone());
+            entries.insert(name, bytes);
         }
     }
     Export {
         status,
         headers,
         entries,
+        order,
         body,
     }
 }
@@ -218,6 +226,7 @@ async fn export_writes_every_entry_in_part_b_shapes() {
     );
     let readme = String::from_utf8(out.entries["README.txt"].clone()).unwrap();
     assert!(readme.contains("Not exported yet"));
+    assert!(!out.entries.keys().any(|n| n.starts_with("attachments/")));
 }
 
 #[tokio::test]
@@ -260,4 +269,200 @@ async fn cross_site_requests_are_refused() {
             .contains("another site"));
     }
     assert_eq!(export(&owner, &db_id, Some("none")).await.status, 200);
+}
+
+const BOUNDARY: &str = "e2e-export-boundary-4c1d";
+
+/// `POST /api/tables/{table}/attachments` (part B, Attachments): multipart
+/// `file`, `field_id`, `record_id`; returns the reply's attachment id.
+async fn upload(
+    api: &Api,
+    table: &str,
+    field: &str,
+    record: &str,
+    (filename, content_type, bytes): (&str, &str, &[u8]),
+) -> String {
+    let mut body = Vec::new();
+    for (name, value) in [("field_id", field), ("record_id", record)] {
+        body.extend_from_slice(
+            format!(
+                "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+            )
+            .as_bytes(),
+        );
+    }
+    body.extend_from_slice(
+        format!(
+            "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\n\
+             Content-Type: {content_type}\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
+    let resp = api
+        .http
+        .post(format!("{}/api/tables/{table}/attachments", api.base))
+        .header("x-forwarded-for", &api.address)
+        .header(
+            "authorization",
+            format!("Bearer {}", api.token.as_deref().expect("a key")),
+        )
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={BOUNDARY}"),
+        )
+        .body(body)
+        .send()
+        .await
+        .expect("router reachable");
+    let status = resp.status().as_u16();
+    let reply: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap_or(Value::Null);
+    assert_eq!(status, 200, "upload {filename}: {reply}");
+    assert_eq!(reply["filename"], filename);
+    assert_eq!(reply["size_bytes"], bytes.len());
+    id(&reply)
+}
+
+/// `len` bytes that differ from one offset to the next.
+fn pattern(len: usize) -> Vec<u8> {
+    let mut x: u32 = 0x2545_F491;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+/// Uploaded files, placed in their cells, come out of the export: listed
+/// oldest first in `attachments.csv` with their path, the bytes under
+/// `attachments/<id>-<filename>` (a trashed record's file too: no trash
+/// filter), an upload no cell holds left out. Once per blob store.
+async fn export_carries_attachments_on(store: Store) {
+    let owner = Person::new().await;
+    let api = &owner.api;
+    let db_id = api.new_database_on(store, "export-files").await;
+    let docs = id(&api.create_table(&db_id, "Docs").await);
+    api.create_field(&docs, json!({"name": "Name", "type": "single_line_text"}))
+        .await;
+    let files = id(&api
+        .create_field(&docs, json!({"name": "Files", "type": "attachment"}))
+        .await);
+    let records = format!("/api/tables/{docs}/records");
+    let made = api
+        .post(
+            &records,
+            json!({"records": [{"fields": {"Name": "kept"}}, {"fields": {"Name": "trashed"}}]}),
+        )
+        .await;
+    let recs: Vec<String> = made.expect_ok()["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(id)
+        .collect();
+
+    let text = b"minutes of the meeting\n".repeat(200);
+    let image = pattern(200_000);
+    let report = upload(
+        api,
+        &docs,
+        &files,
+        &recs[0],
+        ("report.txt", "text/plain", &text),
+    )
+    .await;
+    let photo = upload(
+        api,
+        &docs,
+        &files,
+        &recs[1],
+        ("photo 日本:1.png", "image/png", &image),
+    )
+    .await;
+    let draft = upload(
+        api,
+        &docs,
+        &files,
+        &recs[0],
+        ("draft.txt", "text/plain", b"wip"),
+    )
+    .await;
+    for att in [&report, &photo, &draft] {
+        assert!(
+            stores::blob_exists(&db_id, att, Variant::Original).await,
+            "{att} is in the {} store",
+            store.as_str()
+        );
+    }
+    api.patch(
+        &records,
+        json!({"records": [
+            {"id": recs[0], "fields": {"Files": [report]}},
+            {"id": recs[1], "fields": {"Files": [photo]}},
+        ]}),
+    )
+    .await
+    .expect_ok();
+    api.delete(&format!("{records}?records={}", recs[1]))
+        .await
+        .expect_ok();
+
+    let out = export(&owner, &db_id, None).await;
+    assert_eq!(out.status, 200, "{}", String::from_utf8_lossy(&out.body));
+    let report_path = format!("attachments/{report}-report.txt");
+    let photo_path = format!("attachments/{photo}-photo 日本_1.png");
+    let in_folder: Vec<&str> = out
+        .order
+        .iter()
+        .filter(|n| n.starts_with("attachments/"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        in_folder,
+        [report_path.as_str(), photo_path.as_str()],
+        "oldest first"
+    );
+    assert_eq!(out.entries[&report_path], text);
+    assert_eq!(out.entries[&photo_path], image, "the file byte for byte");
+    assert_eq!(
+        csv_rows(&out.entries["attachments.csv"]),
+        [
+            ["id", "record_id", "filename", "size_bytes", "path"].map(String::from),
+            [
+                report.clone(),
+                recs[0].clone(),
+                "report.txt".into(),
+                text.len().to_string(),
+                report_path.clone()
+            ],
+            [
+                photo.clone(),
+                recs[1].clone(),
+                "photo 日本:1.png".into(),
+                image.len().to_string(),
+                photo_path.clone()
+            ],
+        ],
+        "oldest first; the trashed record's file listed; the unplaced upload absent"
+    );
+    let rows = csv_rows(&out.entries["Docs.csv"]);
+    assert_eq!(rows[0], ["id", "Name", "Files"]);
+    assert_eq!(
+        rows[1..],
+        [[recs[0].clone(), "kept".into(), report.clone()]]
+    );
+}
+
+#[tokio::test]
+async fn export_carries_attachments_from_the_local_store() {
+    export_carries_attachments_on(Store::Local).await;
+}
+
+#[tokio::test]
+async fn export_carries_attachments_from_s3() {
+    export_carries_attachments_on(Store::S3).await;
 }

@@ -4,6 +4,8 @@
 //! like any API user would. Every test makes its own users, keys and
 //! databases, so tests run in parallel in any order.
 
+pub mod stores;
+
 use std::collections::HashMap;
 use std::sync::OnceLock;
 

@@ -196,3 +196,36 @@ pub async fn delete_for_records(
     )
     .await
 }
+
+/// Where an export's registry page starts: after this `(created_at, id)`.
+pub type ExportCursor = (DateTime<Utc>, String);
+
+/// Up to `limit` of the database's placed attachments after `after`,
+/// oldest first (`created_at`, then `id`), for the export: keyset pages, so
+/// a database with many attachments is never read whole. No trash filter
+/// (a trashed record's cells still hold theirs); unplaced uploads, which no
+/// cell holds yet, are left out.
+pub async fn export_page(
+    c: &impl GenericClient,
+    database_id: &str,
+    after: Option<&ExportCursor>,
+    limit: i64,
+) -> Result<Vec<Attachment>, tokio_postgres::Error> {
+    let rows = match after {
+        None => {
+            let sql = format!(
+                "SELECT {COLUMNS} FROM attachments WHERE database_id = $1 AND placed \
+                 ORDER BY created_at, id LIMIT $2"
+            );
+            c.query(&sql, &[&database_id, &limit]).await?
+        }
+        Some((at, id)) => {
+            let sql = format!(
+                "SELECT {COLUMNS} FROM attachments WHERE database_id = $1 AND placed \
+                 AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $4"
+            );
+            c.query(&sql, &[&database_id, at, id, &limit]).await?
+        }
+    };
+    rows.iter().map(from_row).collect()
+}

@@ -21,9 +21,13 @@ pub fn cell_text(field: &FieldRow, post: &Post, value: &Value) -> String {
             })
             .collect::<Vec<_>>()
             .join(","),
+        // Read cells are attachment objects; their ids are what is exported.
         (Costume::Attachment, Value::Array(items)) => items
             .iter()
-            .map(|i| plain(i, post))
+            .map(|i| match i.get("id") {
+                Some(Value::String(id)) => id.clone(),
+                _ => plain(i, post),
+            })
             .collect::<Vec<_>>()
             .join(","),
         (Costume::Duration, Value::Number(n)) => n
@@ -125,6 +129,34 @@ mod tests {
         for kept in ["-12", "+3.5", "-0.5e3", "-.5", "hello", "", "a=b", "1-2"] {
             assert_eq!(guard_formula(kept), kept);
         }
+    }
+
+    #[test]
+    fn attachment_cells_are_their_ids_comma_joined() {
+        let field = FieldRow {
+            id: "fld_AAAAAbcdefgh".into(),
+            table_id: "tbl_AAAAAbcdefgh".into(),
+            name: "Files".into(),
+            costume: Costume::Attachment,
+            options: Default::default(),
+            position: 0,
+            sql_type: Some("text[]".into()),
+            created_at: chrono::Utc::now(),
+        };
+        let objects = serde_json::json!([
+            {"id": "att_AAAAA0000001", "filename": "a.txt", "url": "https://x/1"},
+            {"id": "att_AAAAA0000002", "filename": "=b.txt", "url": "https://x/2"},
+        ]);
+        assert_eq!(
+            cell_text(&field, &Post::Plain, &objects),
+            "att_AAAAA0000001,att_AAAAA0000002"
+        );
+        let ids = serde_json::json!(["att_AAAAA0000001", "att_AAAAA0000002"]);
+        assert_eq!(
+            cell_text(&field, &Post::Plain, &ids),
+            "att_AAAAA0000001,att_AAAAA0000002"
+        );
+        assert_eq!(cell_text(&field, &Post::Plain, &Value::Null), "");
     }
 
     #[test]

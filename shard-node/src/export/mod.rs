@@ -6,10 +6,12 @@
 //! node holds at most one page and one channel's worth of bytes whatever
 //! the database's size.
 //!
+//! * [`attachments`]: the `attachments/` files and `attachments.csv`.
 //! * [`cells`]: a read cell as CSV text (shapes, formula-injection rule).
 //! * [`names`]: entry names (safe, collision suffixes).
 //! * [`writer`]: the zip's entries.
 
+pub mod attachments;
 pub mod cells;
 pub mod names;
 pub mod writer;
@@ -67,6 +69,8 @@ pub async fn handler(
         manifest: writer::manifest(&database, &schema, &views, chrono::Utc::now()),
         schema,
         with_comments,
+        blobs: state.blobs.clone(),
+        attachment_ceiling: crate::attachments::limits::MAX_DATABASE_BYTES,
     };
     let (tx, mut rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(CHUNKS_IN_FLIGHT);
     let runtime = tokio::runtime::Handle::current();

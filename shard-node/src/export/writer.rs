@@ -1,6 +1,7 @@
 //! The zip's entries, written in order into any `Write` (the reply's
 //! channel in production): `manifest.json`, one CSV per table,
-//! `comments.csv` (editor rank and above), `attachments.csv`, `README.txt`.
+//! `comments.csv` (editor rank and above), the `attachments/` files and
+//! `attachments.csv` ([`super::attachments`]), `README.txt`.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use tokio_postgres::types::ToSql;
 use zip::write::{SimpleFileOptions, StreamWriter};
 use zip::{CompressionMethod, ZipWriter};
 
-use super::{cells, names, PAGE};
+use super::{attachments, cells, names, PAGE};
 use crate::catalog::databases::Database;
 use crate::catalog::views::View;
 use crate::json::format_ts;
@@ -27,6 +28,11 @@ pub struct Plan {
     pub manifest: Value,
     pub schema: Arc<DatabaseSchema>,
     pub with_comments: bool,
+    /// Where the attachment files are read from.
+    pub blobs: blobstore::BlobStore,
+    /// Bytes of attachment files the archive holds at most
+    /// (`attachments::limits::MAX_DATABASE_BYTES`, the storage ceiling).
+    pub attachment_ceiling: i64,
 }
 
 pub const COMMENTS_HEADER: [&str; 8] = [
@@ -39,9 +45,9 @@ pub const COMMENTS_HEADER: [&str; 8] = [
     "edited",
     "body",
 ];
-pub const ATTACHMENTS_HEADER: [&str; 5] = ["id", "record_id", "filename", "size_bytes", "path"];
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
+/// README.txt's description of the entries.
 pub const README: &str = "\
 This archive is an export of one database.
 
@@ -50,18 +56,30 @@ manifest.json    the database, its tables (with display field), fields
 <table>.csv      one file per table: the record id, then every field in
                  grid order; records in the trash are not included. Link
                  cells hold the linked records' display texts (their ids
-                 when they have none), lists are joined with \", \",
-                 durations use the field's format, date-times are UTC ISO
-                 instants. A value that a spreadsheet would run as a
-                 formula starts with a single quote (').
+                 when they have none), attachment cells their attachment
+                 ids, lists are joined with \", \", durations use the
+                 field's format, date-times are UTC ISO instants. A value
+                 that a spreadsheet would run as a formula starts with a
+                 single quote (').
 comments.csv     record comments (only in exports made by editors and
                  owners).
-attachments.csv  the attachment registry.
-
-Not exported yet: record comments and attachment files do not exist in this
-service yet, so comments.csv and attachments.csv hold only their header
-and there is no attachments/ folder.
+attachments.csv  every attachment held by a cell, records in the trash
+                 included: id, record id, original filename, size in bytes,
+                 and the file's path in this archive (blank when the file
+                 is not in it; see Gaps).
+attachments/     the files, named <attachment id>-<filename> (the filename
+                 with characters a file system refuses replaced by _),
+                 oldest first while they add up to the export's limit.
 ";
+
+/// README.txt: the description, then what this archive lacks.
+pub fn readme(gaps: &attachments::Gaps) -> String {
+    format!(
+        "{README}\nGaps:\n- Not exported yet: record comments do not exist in this service yet, \
+         so comments.csv holds only its header.\n{}",
+        gaps.describe()
+    )
+}
 
 /// The manifest of part B: database, tables, fields, views.
 pub fn manifest(
@@ -184,9 +202,16 @@ pub fn write_zip<W: Write>(
     if plan.with_comments {
         header_only(&mut zip, "comments.csv", &COMMENTS_HEADER)?;
     }
-    header_only(&mut zip, "attachments.csv", &ATTACHMENTS_HEADER)?;
+    let source = attachments::Source {
+        database_id: &schema.database_id,
+        store: &plan.blobs,
+        client,
+        runtime,
+        ceiling: plan.attachment_ceiling,
+    };
+    let gaps = attachments::write(&mut zip, &source, options())?;
     zip.start_file("README.txt", options())?;
-    zip.write_all(README.as_bytes())?;
+    zip.write_all(readme(&gaps).as_bytes())?;
     let mut sink = zip.finish()?.into_inner();
     sink.flush()?;
     Ok(())

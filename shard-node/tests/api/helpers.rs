@@ -163,11 +163,56 @@ pub async fn spawn_app_webhooks(
     spawn_node(url, 4, DbLimits::default(), webhooks).await
 }
 
+/// The local blob store every node of [`spawn_app`] writes to.
+pub fn local_blobs() -> blobstore::Settings {
+    blobstore::Settings::local(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("shard-node-blobs"),
+    )
+}
+
+/// The S3 test server `deploy/test` starts (`TEST_S3_*`, as in
+/// blobstore's own tests).
+pub fn s3_blobs() -> blobstore::Settings {
+    let env = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| {
+                panic!("{name} is not set: run the tests through deploy/test, which starts the S3 test server")
+            })
+    };
+    blobstore::Settings::S3(blobstore::settings::S3Settings {
+        endpoint: Some(env("TEST_S3_ENDPOINT")),
+        region: env("TEST_S3_REGION"),
+        bucket: env("TEST_S3_BUCKET"),
+        access_key_id: env("TEST_S3_ACCESS_KEY_ID"),
+        secret_access_key: blobstore::settings::SecretString::new(env("TEST_S3_SECRET_ACCESS_KEY")),
+        force_path_style: true,
+        part_size: blobstore::settings::DEFAULT_PART_SIZE,
+    })
+}
+
+/// A node on the shared test database whose blob store is `blobs`.
+pub async fn spawn_app_blobs(blobs: blobstore::Settings) -> TestApp {
+    let url = database_url().await;
+    spawn_node_with(url, 4, DbLimits::default(), Default::default(), blobs).await
+}
+
 async fn spawn_node(
     url: String,
     pool_size: usize,
     db_limits: DbLimits,
     webhooks: shard_node::config::WebhookSettings,
+) -> TestApp {
+    spawn_node_with(url, pool_size, db_limits, webhooks, local_blobs()).await
+}
+
+async fn spawn_node_with(
+    url: String,
+    pool_size: usize,
+    db_limits: DbLimits,
+    webhooks: shard_node::config::WebhookSettings,
+    blobs: blobstore::Settings,
 ) -> TestApp {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -182,9 +227,7 @@ async fn spawn_node(
         trash: Default::default(),
         db_limits,
         webhooks,
-        blobs: blobstore::Settings::local(
-            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("shard-node-blobs"),
-        ),
+        blobs,
         public_url: shard_node::config::DEFAULT_PUBLIC_URL.into(),
     };
     tokio::spawn(async move {

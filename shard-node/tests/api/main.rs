@@ -3,6 +3,7 @@
 mod auth;
 mod databases;
 mod deliveries;
+mod export;
 mod fields;
 mod helpers;
 mod outbox;
