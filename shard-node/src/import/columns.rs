@@ -380,6 +380,8 @@ pub fn rekey(prepared: Vec<Prepared>, made: &HashMap<String, String>) -> Vec<Pre
                 .map(|(k, v)| (made.get(&k).cloned().unwrap_or(k), v))
                 .collect(),
             links: p.links,
+            attachments: p.attachments,
+            index: p.index,
         })
         .collect()
 }
