@@ -32,6 +32,8 @@ pub struct AppState {
     pub blobs: blobstore::BlobStore,
     /// Signs the links of attachment cells and uploads (`PUBLIC_URL`).
     pub links: crate::attachments::links::Links,
+    /// The bounded pool image derivatives are made on (one per CPU).
+    pub thumbnailer: crate::attachments::thumbnails::Pool,
 }
 
 impl AppState {
@@ -52,6 +54,7 @@ impl AppState {
                 &config.public_url,
                 blobs,
             ),
+            thumbnailer: Default::default(),
         })
     }
 }
@@ -106,6 +109,9 @@ pub enum DbOp {
     ListDeliveries,
     ReplayDelivery,
     MatchClock,
+    UploadAttachment,
+    GetAttachment,
+    SweepBlobs,
 }
 
 impl DbOp {
@@ -158,6 +164,9 @@ impl DbOp {
             DbOp::ListDeliveries => "list_deliveries",
             DbOp::ReplayDelivery => "replay_delivery",
             DbOp::MatchClock => "match_clock",
+            DbOp::UploadAttachment => "upload_attachment",
+            DbOp::GetAttachment => "get_attachment",
+            DbOp::SweepBlobs => "sweep_blobs",
         }
     }
 }

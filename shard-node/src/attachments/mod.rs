@@ -3,6 +3,10 @@
 //! in the cluster-wide blob store, and every link handed to a client is
 //! signed here ([`links`]).
 
+pub mod files;
 pub mod ingest;
-pub mod links;
 pub mod limits;
+pub mod links;
+pub mod sweeper;
+pub mod thumbnails;
+pub mod upload;
