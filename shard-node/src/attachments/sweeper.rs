@@ -52,7 +52,7 @@ pub struct Swept {
 
 /// The wait before retry `attempts + 1` of a failed delete.
 pub fn backoff(attempts: i32) -> Duration {
-    let exp = attempts.clamp(0, 8) as u32;
+    let exp = attempts.clamp(0, 12) as u32;
     (Duration::from_secs(10) * 2u32.pow(exp)).min(Duration::from_secs(3600))
 }
 
