@@ -206,7 +206,15 @@ async fn a_png_upload_answers_its_entry_and_two_webp_sizes() {
     keys.sort();
     assert_eq!(
         keys,
-        ["card_url", "content_type", "filename", "id", "size_bytes", "thumb_url", "url"]
+        [
+            "card_url",
+            "content_type",
+            "filename",
+            "id",
+            "size_bytes",
+            "thumb_url",
+            "url"
+        ]
     );
     let original = fetch(a["url"].as_str().unwrap(), None).await;
     assert_eq!(original.status(), 200);
@@ -222,7 +230,9 @@ async fn a_png_upload_answers_its_entry_and_two_webp_sizes() {
         assert_eq!((image.width(), image.height()), size, "{key}");
     }
     // A small image is never enlarged.
-    let small = f.upload("small.png", Some("image/png"), &png(100, 60)).await;
+    let small = f
+        .upload("small.png", Some("image/png"), &png(100, 60))
+        .await;
     let card = fetch(small["card_url"].as_str().unwrap(), None).await;
     let image = image::load_from_memory(&card.bytes().await.unwrap()).unwrap();
     assert_eq!((image.width(), image.height()), (100, 60));
@@ -282,7 +292,10 @@ async fn wrong_fields_records_and_forms_are_refused() {
         .create_field(&other, json!({"name": "Elsewhere", "type": "attachment"}))
         .await);
     let title = id(&api
-        .create_field(&f.table, json!({"name": "Title", "type": "single_line_text"}))
+        .create_field(
+            &f.table,
+            json!({"name": "Title", "type": "single_line_text"}),
+        )
         .await);
     let trashed = new_record(api, &f.table).await;
     api.delete_with(
