@@ -47,10 +47,16 @@ impl Pool {
         }
     }
 
-    /// [`make`] on a blocking thread once a permit is free.
+    /// [`make`] on a blocking thread once a permit is free. The permit
+    /// goes with the thread: a request dropped meanwhile does not free it
+    /// before the work is done.
     pub async fn make(&self, source: Bytes) -> Option<Derivatives> {
-        let _permit = self.permits.acquire().await.ok()?;
-        match tokio::task::spawn_blocking(move || make(&source)).await {
+        let permit = self.permits.clone().acquire_owned().await.ok()?;
+        let work = move || {
+            let _permit = permit;
+            make(&source)
+        };
+        match tokio::task::spawn_blocking(work).await {
             Ok(made) => made,
             Err(e) => {
                 tracing::warn!(error = %e, "thumbnail task failed");

@@ -50,21 +50,55 @@ pub async fn handler(
     let multipart = Multipart::from_request(request, &state)
         .await
         .map_err(|_| ApiError::bad_request("Request body must be multipart/form-data with the parts file, field_id and record_id."))?;
-    let mut kept: Option<String> = None;
-    let result = async {
-        let form = receive(&state, &access, &table_id, multipart, &mut kept).await?;
-        let row = register(&state, &access, &table_id, &form).await?;
-        let signed = state.links.sign(&row, SystemTime::now()).await?;
-        Ok(reply(&row, &signed))
+    let mut kept = Kept {
+        state: state.clone(),
+        database_id: access.database_id.clone(),
+        attachment_id: None,
+    };
+    let registered = async {
+        let form = receive(
+            &state,
+            &access,
+            &table_id,
+            multipart,
+            &mut kept.attachment_id,
+        )
+        .await?;
+        register(&state, &access, &table_id, &form).await
     }
     .await;
-    match result {
-        Ok(body) => Ok(Json(body)),
+    let row = match registered {
+        Ok(row) => {
+            kept.attachment_id = None;
+            row
+        }
         Err(e) => {
-            if let Some(id) = kept {
+            // Deleted before the answer, not after it.
+            if let Some(id) = kept.attachment_id.take() {
                 ingest::discard(&state, &access.database_id, &id).await;
             }
-            Err(e)
+            return Err(e);
+        }
+    };
+    let signed = state.links.sign(&row, SystemTime::now()).await?;
+    Ok(Json(reply(&row, &signed)))
+}
+
+/// The bytes an upload stored until its registry row is written: deleted
+/// when the upload fails, and also when its request is dropped midway
+/// (the client went away), which no error path would see.
+struct Kept {
+    state: AppState,
+    database_id: String,
+    attachment_id: Option<String>,
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        if let Some(id) = self.attachment_id.take() {
+            let state = self.state.clone();
+            let database_id = std::mem::take(&mut self.database_id);
+            tokio::spawn(async move { ingest::discard(&state, &database_id, &id).await });
         }
     }
 }
