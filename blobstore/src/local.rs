@@ -142,7 +142,9 @@ impl LocalStore {
         let path = self.path(key)?;
         match tokio::fs::remove_file(&path).await {
             Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            // The directory may still be there, left empty by a write that
+            // failed before its rename.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(anyhow::Error::new(e).context("delete a blob").into()),
         }
         if let Some(dir) = path.parent() {

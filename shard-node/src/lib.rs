@@ -76,6 +76,7 @@ pub async fn run_until(
         state.egress.clone(),
         state.webhooks.clone(),
     );
+    attachments::sweeper::spawn(state.db.clone(), state.blobs.clone());
     let _match_clock = webhooks::clock::spawn(state.clone(), config.webhooks.match_clock_interval);
     let app = http::router(state).layer(axum::middleware::from_fn(abandon_scope));
     tracing::info!(

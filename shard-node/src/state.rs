@@ -32,6 +32,8 @@ pub struct AppState {
     pub blobs: blobstore::BlobStore,
     /// Signs the links of attachment cells and uploads (`PUBLIC_URL`).
     pub links: crate::attachments::links::Links,
+    /// The bounded pool image derivatives are made on (one per CPU).
+    pub thumbnailer: crate::attachments::thumbnails::Pool,
 }
 
 impl AppState {
@@ -52,6 +54,7 @@ impl AppState {
                 &config.public_url,
                 blobs,
             ),
+            thumbnailer: Default::default(),
         })
     }
 }
@@ -108,6 +111,9 @@ pub enum DbOp {
     MatchClock,
     ImportRecords,
     AnalyzeTable,
+    UploadAttachment,
+    GetAttachment,
+    SweepBlobs,
 }
 
 impl DbOp {
@@ -162,6 +168,9 @@ impl DbOp {
             DbOp::MatchClock => "match_clock",
             DbOp::ImportRecords => "import_records",
             DbOp::AnalyzeTable => "analyze_table",
+            DbOp::UploadAttachment => "upload_attachment",
+            DbOp::GetAttachment => "get_attachment",
+            DbOp::SweepBlobs => "sweep_blobs",
         }
     }
 }

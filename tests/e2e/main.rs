@@ -1,6 +1,7 @@
 //! One test binary for the whole end-to-end suite (links once).
 
 mod attachments_cells;
+mod attachments_upload;
 mod auth;
 mod client_errors;
 mod cross_tenant;

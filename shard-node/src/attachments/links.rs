@@ -66,9 +66,15 @@ impl std::fmt::Debug for Links {
 /// run as a page of the API's origin.
 pub fn disposition_for(content_type: &str) -> Disposition {
     let ct = content_type.to_ascii_lowercase();
-    let inline = ["image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp"]
-        .iter()
-        .any(|t| ct == *t)
+    let inline = [
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+        "image/bmp",
+    ]
+    .iter()
+    .any(|t| ct == *t)
         || ct == "application/pdf"
         || ct.starts_with("video/")
         || ct.starts_with("audio/");
@@ -119,7 +125,12 @@ impl Links {
 
     /// The local store's link to `variant` of `attachment_id`, signed at
     /// `signed_at`.
-    pub fn local_link(&self, attachment_id: &str, variant: Variant, signed_at: SystemTime) -> String {
+    pub fn local_link(
+        &self,
+        attachment_id: &str,
+        variant: Variant,
+        signed_at: SystemTime,
+    ) -> String {
         let expires = (signed_at + LINK_LIFETIME)
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
@@ -146,8 +157,7 @@ impl Links {
             .ok_or(LinkError::Malformed)?;
         let given = signature.ok_or(LinkError::Malformed)?;
         let expected = self.signature(attachment_id, variant, expires);
-        if given.len() != expected.len()
-            || !bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
+        if given.len() != expected.len() || !bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
         {
             return Err(LinkError::BadSignature);
         }
@@ -159,7 +169,12 @@ impl Links {
     }
 
     /// One link to `variant` of `a`, signed for the current window.
-    async fn link(&self, a: &Attachment, variant: Variant, now: SystemTime) -> anyhow::Result<String> {
+    pub async fn link(
+        &self,
+        a: &Attachment,
+        variant: Variant,
+        now: SystemTime,
+    ) -> anyhow::Result<String> {
         let signed_at = window_start(now);
         match &self.store {
             BlobStore::Local(_) => Ok(self.local_link(&a.id, variant, signed_at)),
@@ -240,13 +255,36 @@ mod tests {
         let check = |v, now| l.verify("att_AAAAAbcdefgh", v, e.as_deref(), s.as_deref(), now);
         assert_eq!(check(Variant::Original, at(3599)), Ok(()));
         assert_eq!(check(Variant::Original, at(3600)), Err(LinkError::Expired));
-        assert_eq!(check(Variant::Thumb256, at(1)), Err(LinkError::BadSignature));
-        let other = l.verify("att_AAAAAbcdefgi", Variant::Original, e.as_deref(), s.as_deref(), at(1));
+        assert_eq!(
+            check(Variant::Thumb256, at(1)),
+            Err(LinkError::BadSignature)
+        );
+        let other = l.verify(
+            "att_AAAAAbcdefgi",
+            Variant::Original,
+            e.as_deref(),
+            s.as_deref(),
+            at(1),
+        );
         assert_eq!(other, Err(LinkError::BadSignature));
-        let later = e.as_deref().map(|e| (e.parse::<u64>().unwrap() + 1).to_string());
-        let moved = l.verify("att_AAAAAbcdefgh", Variant::Original, later.as_deref(), s.as_deref(), at(1));
+        let later = e
+            .as_deref()
+            .map(|e| (e.parse::<u64>().unwrap() + 1).to_string());
+        let moved = l.verify(
+            "att_AAAAAbcdefgh",
+            Variant::Original,
+            later.as_deref(),
+            s.as_deref(),
+            at(1),
+        );
         assert_eq!(moved, Err(LinkError::BadSignature));
-        let missing = l.verify("att_AAAAAbcdefgh", Variant::Original, None, s.as_deref(), at(1));
+        let missing = l.verify(
+            "att_AAAAAbcdefgh",
+            Variant::Original,
+            None,
+            s.as_deref(),
+            at(1),
+        );
         assert_eq!(missing, Err(LinkError::Malformed));
     }
 
@@ -254,9 +292,14 @@ mod tests {
     fn links_are_reused_within_a_window_and_keep_45_minutes() {
         let start = UNIX_EPOCH + Duration::from_secs(1_800_000_000 - 1_800_000_000 % 900);
         assert_eq!(window_start(start + Duration::from_secs(899)), start);
-        assert_eq!(window_start(start + Duration::from_secs(900)), start + Duration::from_secs(900));
+        assert_eq!(
+            window_start(start + Duration::from_secs(900)),
+            start + Duration::from_secs(900)
+        );
         let last_handed_out = start + Duration::from_secs(899);
-        let left = (start + LINK_LIFETIME).duration_since(last_handed_out).unwrap();
+        let left = (start + LINK_LIFETIME)
+            .duration_since(last_handed_out)
+            .unwrap();
         assert!(left >= Duration::from_secs(45 * 60));
     }
 

@@ -8,9 +8,13 @@
 //! [`shown`] turns stored ids into the objects replies and payloads carry.
 
 pub mod fetch;
+pub mod files;
 pub mod ingest;
 pub mod items;
 pub mod limits;
 pub mod links;
 pub mod place;
 pub mod shown;
+pub mod sweeper;
+pub mod thumbnails;
+pub mod upload;

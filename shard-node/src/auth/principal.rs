@@ -96,9 +96,11 @@ async fn checked_body(headers: &HeaderMap, body: Body) -> Result<Body, ApiError>
     Ok(Body::from(bytes))
 }
 
-/// Whether a path needs a signed principal: everything but the health check.
+/// Whether a path needs a signed principal: everything but the health
+/// check and the signed file route (its link's signature is the
+/// credential, checked by `attachments::files`).
 fn is_guarded(path: &str) -> bool {
-    path != "/internal/health"
+    path != "/internal/health" && !path.starts_with(crate::attachments::links::FILES_PATH)
 }
 
 /// Middleware: refuses (401) any guarded request whose principal, method,

@@ -229,3 +229,106 @@ pub async fn export_page(
     };
     rows.iter().map(from_row).collect()
 }
+
+/// Queues every variant of an attachment that has no registry row (its
+/// write failed and the immediate delete did too) for the blob sweeper.
+pub async fn queue_garbage(
+    c: &impl GenericClient,
+    database_id: &str,
+    attachment_id: &str,
+    error: &str,
+) -> Result<(), tokio_postgres::Error> {
+    c.execute(
+        "INSERT INTO blob_garbage (attachment_id, database_id, thumbnails, last_error) \
+         VALUES ($1, $2, true, $3) ON CONFLICT (attachment_id) DO NOTHING",
+        &[&attachment_id, &database_id, &error],
+    )
+    .await?;
+    c.execute("SELECT pg_notify('blob_garbage', '')", &[])
+        .await?;
+    Ok(())
+}
+
+/// One queued attachment whose bytes are to be deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Garbage {
+    pub attachment_id: String,
+    pub database_id: String,
+    pub attempts: i32,
+}
+
+/// Claims up to `limit` due rows of `blob_garbage`, leasing each for
+/// `lease` (its `due_at` moves forward, so another sweeper skips it and a
+/// crashed one's claim comes due again).
+pub async fn claim_garbage(
+    c: &impl GenericClient,
+    limit: i64,
+    lease: std::time::Duration,
+) -> Result<Vec<Garbage>, tokio_postgres::Error> {
+    let lease_secs = lease.as_secs_f64();
+    let rows = c
+        .query(
+            "UPDATE blob_garbage g SET due_at = now() + make_interval(secs => $2) \
+             FROM (SELECT attachment_id FROM blob_garbage WHERE due_at <= now() \
+                   ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED) due \
+             WHERE g.attachment_id = due.attachment_id \
+             RETURNING g.attachment_id, g.database_id, g.attempts",
+            &[&limit, &lease_secs],
+        )
+        .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(Garbage {
+                attachment_id: r.try_get(0)?,
+                database_id: r.try_get(1)?,
+                attempts: r.try_get(2)?,
+            })
+        })
+        .collect()
+}
+
+/// The bytes are gone: forgets the row.
+pub async fn garbage_done(
+    c: &impl GenericClient,
+    attachment_id: &str,
+) -> Result<(), tokio_postgres::Error> {
+    c.execute(
+        "DELETE FROM blob_garbage WHERE attachment_id = $1",
+        &[&attachment_id],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Deleting the bytes failed: counts the attempt, keeps the error and
+/// retries after `retry_in`.
+pub async fn garbage_failed(
+    c: &impl GenericClient,
+    attachment_id: &str,
+    error: &str,
+    retry_in: std::time::Duration,
+) -> Result<(), tokio_postgres::Error> {
+    let secs = retry_in.as_secs_f64();
+    c.execute(
+        "UPDATE blob_garbage SET attempts = attempts + 1, last_error = $2, \
+         due_at = now() + make_interval(secs => $3) WHERE attachment_id = $1",
+        &[&attachment_id, &error, &secs],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Deletes uploads no cell took within `ttl` (the trigger queues their
+/// bytes); returns how many.
+pub async fn delete_unplaced(
+    c: &impl GenericClient,
+    ttl: std::time::Duration,
+) -> Result<u64, tokio_postgres::Error> {
+    let secs = ttl.as_secs_f64();
+    c.execute(
+        "DELETE FROM attachments WHERE NOT placed \
+         AND created_at < now() - make_interval(secs => $1)",
+        &[&secs],
+    )
+    .await
+}

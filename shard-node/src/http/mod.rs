@@ -12,7 +12,7 @@ use crate::auth::principal::require_principal;
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::webhooks::api as webhooks;
-use crate::{databases, fields, import, records, tables, trash, views};
+use crate::{attachments, databases, fields, import, records, tables, trash, views};
 
 async fn not_found() -> ApiError {
     ApiError::NotFound
@@ -81,6 +81,17 @@ pub fn router(state: AppState) -> Router {
             post(trash::restore::handler),
         )
         .route("/api/tables/{id}/trash/purge", post(trash::purge::handler))
+        .route(
+            "/api/tables/{id}/attachments",
+            post(attachments::upload::handler).layer(axum::extract::DefaultBodyLimit::max(
+                (attachments::limits::MAX_FILE_BYTES + attachments::limits::UPLOAD_ENVELOPE_BYTES)
+                    as usize,
+            )),
+        )
+        .route(
+            "/api/files/{attachment_id}/{variant}",
+            get(attachments::files::handler),
+        )
         .route(
             "/api/tables/{id}/fields",
             get(fields::list::handler).post(fields::create::handler),

@@ -322,27 +322,34 @@ pub async fn purge(
     c.execute(&sql, &[&ids]).await
 }
 
-/// Removes every trashed record, or only those `created_by` made.
+/// Removes every trashed record, or only those `created_by` made; returns
+/// their ids.
 pub async fn purge_all(
     c: &impl GenericClient,
     t: &RecordTable,
     created_by: Option<&str>,
-) -> Result<u64, tokio_postgres::Error> {
+) -> Result<Vec<String>, tokio_postgres::Error> {
     let sql = format!(
-        "DELETE FROM {} WHERE deleted_at IS NOT NULL AND ($1::text IS NULL OR created_by = $1)",
+        "DELETE FROM {} WHERE deleted_at IS NOT NULL AND ($1::text IS NULL OR created_by = $1) \
+         RETURNING id",
         t.qualified
     );
-    c.execute(&sql, &[&created_by]).await
+    let rows = c.query(&sql, &[&created_by]).await?;
+    rows.iter().map(|r| r.try_get(0)).collect()
 }
 
-/// Removes records trashed before `cutoff` from one real table.
+/// Removes records trashed before `cutoff` from one real table; returns
+/// their ids.
 pub async fn purge_expired(
     c: &impl GenericClient,
     qualified: &str,
     cutoff: DateTime<Utc>,
-) -> Result<u64, tokio_postgres::Error> {
-    let sql = format!("DELETE FROM {qualified} WHERE deleted_at IS NOT NULL AND deleted_at < $1");
-    c.execute(&sql, &[&cutoff]).await
+) -> Result<Vec<String>, tokio_postgres::Error> {
+    let sql = format!(
+        "DELETE FROM {qualified} WHERE deleted_at IS NOT NULL AND deleted_at < $1 RETURNING id"
+    );
+    let rows = c.query(&sql, &[&cutoff]).await?;
+    rows.iter().map(|r| r.try_get(0)).collect()
 }
 
 /// One page of the trash, newest first (`deleted_at` descending, then id),
@@ -470,6 +477,27 @@ pub async fn update_rows(
     c.execute(&sql, &params)
         .await
         .map_err(crate::error::ApiError::from)
+}
+
+/// Whether a record `id` (live or trashed) is in any of the real tables
+/// `qualified` (quoted names from `tenant_schema::table`).
+pub async fn exists_in_any(
+    c: &impl GenericClient,
+    qualified: &[String],
+    id: &str,
+) -> Result<bool, tokio_postgres::Error> {
+    if qualified.is_empty() || id.contains('\0') {
+        return Ok(false);
+    }
+    let union = qualified
+        .iter()
+        .map(|t| format!("SELECT 1 FROM {t} WHERE id = $1"))
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ");
+    let row = c
+        .query_opt(&format!("SELECT EXISTS ({union})"), &[&id])
+        .await?;
+    Ok(row.map(|r| r.get::<_, bool>(0)).unwrap_or(false))
 }
 
 /// Live ids among `ids` in the table `qualified`.

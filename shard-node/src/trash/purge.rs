@@ -1,7 +1,9 @@
 //! `POST /api/tables/{id}/trash/purge`: `{ids}` (at most 100, all in the
 //! trash) or `{all: true}`. Permanent; no event. An editor's `all` purges
 //! the trashed records it created (decision: the spec's own-records rule
-//! applied to "all"); an owner's purges every trashed record.
+//! applied to "all"); an owner's purges every trashed record. The purged
+//! records' attachments go in the same transaction (their bytes follow
+//! through `blob_garbage` and the blob sweeper).
 
 use axum::extract::{Path, State};
 use axum::Json;
@@ -9,6 +11,7 @@ use cluster_protocol::control::Role;
 use serde_json::{json, Value};
 
 use crate::auth::{Access, Editor};
+use crate::catalog::attachments;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::records::delete::deleted_reply;
@@ -54,6 +57,8 @@ pub async fn purge(
         async |tx, ctx| {
             super::trashed_batch(tx, access, &ctx.record_table, ids).await?;
             store::purge(tx, &ctx.record_table, ids).await?;
+            let purged: Vec<&str> = ids.iter().map(String::as_str).collect();
+            attachments::delete_for_records(tx, table_id, &purged).await?;
             events::purged(tx, ctx, Some(ids)).await
         },
     )
@@ -69,9 +74,11 @@ pub async fn purge_all(state: &AppState, access: &Access, table_id: &str) -> Api
         table_id,
         async |tx, ctx| {
             let only = (access.principal.role != Some(Role::Owner)).then(|| access.user_id());
-            let n = store::purge_all(tx, &ctx.record_table, only).await?;
+            let purged = store::purge_all(tx, &ctx.record_table, only).await?;
+            let ids: Vec<&str> = purged.iter().map(String::as_str).collect();
+            attachments::delete_for_records(tx, table_id, &ids).await?;
             events::purged(tx, ctx, None).await?;
-            Ok(n)
+            Ok(purged.len() as u64)
         },
     )
     .await

@@ -1,12 +1,14 @@
 //! The background purger: every `interval`, removes records trashed more
 //! than `retention` ago from every table of every database held here
 //! (part A: restorable for seven days). Each table is its own statement,
-//! so one busy table never holds locks on the others.
+//! so one busy table never holds locks on the others; the purged records'
+//! attachments are deleted in the same transaction.
 
 use std::time::Duration;
 
 use chrono::Utc;
 
+use crate::catalog::attachments;
 use crate::config::TrashSettings;
 use crate::error::ApiResult;
 use crate::records::store;
@@ -17,7 +19,7 @@ use crate::tenant_schema;
 pub async fn purge_expired(db: &Db, retention: Duration) -> ApiResult<u64> {
     db.measured(DbOp::PurgeExpired, async {
         // Its own session: one pass may delete many rows from big tables.
-        let client = db.maintenance_client().await?;
+        let mut client = db.maintenance_client().await?;
         let cutoff =
             Utc::now() - chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::days(7));
         let tables = client
@@ -31,8 +33,15 @@ pub async fn purge_expired(db: &Db, retention: Duration) -> ApiResult<u64> {
             let database_id: String = row.try_get(0)?;
             let table_id: String = row.try_get(1)?;
             let qualified = tenant_schema::table(&database_id, &table_id)?;
-            match store::purge_expired(&client, &qualified, cutoff).await {
-                Ok(n) => removed += n,
+            // The records and their attachments in one transaction.
+            let tx = client.transaction().await?;
+            match store::purge_expired(&tx, &qualified, cutoff).await {
+                Ok(ids) => {
+                    let purged: Vec<&str> = ids.iter().map(String::as_str).collect();
+                    attachments::delete_for_records(&tx, &table_id, &purged).await?;
+                    tx.commit().await?;
+                    removed += ids.len() as u64;
+                }
                 // A table dropped between the listing and the delete.
                 Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) => {}
                 Err(e) => return Err(e.into()),

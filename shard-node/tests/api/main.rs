@@ -1,5 +1,6 @@
 //! Integration tests: the real shard node over HTTP, real PostgreSQL.
 
+mod attachments;
 mod auth;
 mod databases;
 mod deliveries;
