@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use e2e_tests::stores::{database_store, Store};
 use e2e_tests::{cluster, database_postgres, id, Person};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -91,10 +92,10 @@ struct Fx {
 }
 
 impl Fx {
-    async fn new() -> Fx {
+    async fn new(store: Store) -> Fx {
         let person = Person::new().await;
         let api = &person.api;
-        let db = api.new_database("cells").await;
+        let db = api.new_database_on(store, "cells").await;
         let docs = id(&api.create_table(&db, "Docs").await);
         for body in [
             json!({"name": "Name", "type": "single_line_text"}),
@@ -163,13 +164,21 @@ impl Fx {
             .collect()
     }
 
-    /// Original files of the database in the local store (None with S3).
-    fn stored_originals(&self) -> Option<Vec<PathBuf>> {
+    /// The directory holding the database's blobs: the local store's, or
+    /// the S3 test server's (s3s-fs keeps `<root>/<bucket>/<key>`).
+    async fn store_dir(&self) -> Option<PathBuf> {
         let c = cluster();
-        if c.var("BLOB_STORE").unwrap_or("local") != "local" {
-            return None;
-        }
-        let root = PathBuf::from(c.var("BLOB_DIR")?).join(&self.db);
+        Some(match database_store(&self.db).await {
+            Store::Local => PathBuf::from(c.var("BLOB_DIR")?).join(&self.db),
+            Store::S3 => PathBuf::from(std::env::var("TEST_S3_ROOT").ok()?)
+                .join(std::env::var("TEST_S3_BUCKET").ok()?)
+                .join(&self.db),
+        })
+    }
+
+    /// Original files of the database in its store.
+    async fn stored_originals(&self) -> Option<Vec<PathBuf>> {
+        let root = self.store_dir().await?;
         let mut out = Vec::new();
         for att in std::fs::read_dir(&root).into_iter().flatten().flatten() {
             let original = att.path().join("original");
@@ -180,15 +189,8 @@ impl Fx {
         Some(out)
     }
 
-    fn original_bytes(&self, att: &str) -> Option<String> {
-        let c = cluster();
-        if c.var("BLOB_STORE").unwrap_or("local") != "local" {
-            return None;
-        }
-        let path = PathBuf::from(c.var("BLOB_DIR")?)
-            .join(&self.db)
-            .join(att)
-            .join("original");
+    async fn original_bytes(&self, att: &str) -> Option<String> {
+        let path = self.store_dir().await?.join(att).join("original");
         Some(std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}")))
     }
 }
@@ -203,7 +205,13 @@ fn cell_ids(cell: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn urls_are_fetched_into_the_cell_and_read_back_as_attachment_objects() {
-    let fx = Fx::new().await;
+    for store in Store::BOTH {
+        urls_are_fetched_into_the_cell_and_read_back_as_attachment_objects_on(store).await;
+    }
+}
+
+async fn urls_are_fetched_into_the_cell_and_read_back_as_attachment_objects_on(store: Store) {
+    let fx = Fx::new(store).await;
     let rec = fx
         .create(
             &fx.docs,
@@ -266,9 +274,9 @@ async fn urls_are_fetched_into_the_cell_and_read_back_as_attachment_objects() {
 
     // The stored bytes are the server's.
     let ids = cell_ids(&rec["fields"]["Files"]);
-    if let Some(bytes) = fx.original_bytes(&ids[0]) {
+    if let Some(bytes) = fx.original_bytes(&ids[0]).await {
         assert_eq!(bytes, HELLO);
-        assert_eq!(fx.original_bytes(&ids[2]).unwrap(), REPORT);
+        assert_eq!(fx.original_bytes(&ids[2]).await.unwrap(), REPORT);
     }
 
     // Registry: five rows, placed, bound to this record and field.
@@ -324,7 +332,13 @@ async fn urls_are_fetched_into_the_cell_and_read_back_as_attachment_objects() {
 
 #[tokio::test]
 async fn patch_replaces_the_list_and_ids_stay_bound_to_their_cell() {
-    let fx = Fx::new().await;
+    for store in Store::BOTH {
+        patch_replaces_the_list_and_ids_stay_bound_to_their_cell_on(store).await;
+    }
+}
+
+async fn patch_replaces_the_list_and_ids_stay_bound_to_their_cell_on(store: Store) {
+    let fx = Fx::new(store).await;
     let rec = fx
         .create(
             &fx.docs,
@@ -446,7 +460,13 @@ async fn patch_replaces_the_list_and_ids_stay_bound_to_their_cell() {
 
 #[tokio::test]
 async fn url_limits_and_failures_fail_the_whole_batch_and_leave_nothing() {
-    let fx = Fx::new().await;
+    for store in Store::BOTH {
+        url_limits_and_failures_fail_the_whole_batch_and_leave_nothing_on(store).await;
+    }
+}
+
+async fn url_limits_and_failures_fail_the_whole_batch_and_leave_nothing_on(store: Store) {
+    let fx = Fx::new(store).await;
     let api = &fx.person.api;
     let docs = fx.records(&fx.docs);
 
@@ -497,7 +517,7 @@ async fn url_limits_and_failures_fail_the_whole_batch_and_leave_nothing() {
             "the good ones were fetched"
         );
         assert_eq!(fx.registry().await, vec![], "{path}: no registry rows");
-        if let Some(files) = fx.stored_originals() {
+        if let Some(files) = fx.stored_originals().await {
             assert_eq!(
                 files,
                 Vec::<PathBuf>::new(),
@@ -524,7 +544,13 @@ async fn url_limits_and_failures_fail_the_whole_batch_and_leave_nothing() {
 
 #[tokio::test]
 async fn webhook_payloads_carry_attachment_objects() {
-    let fx = Fx::new().await;
+    for store in Store::BOTH {
+        webhook_payloads_carry_attachment_objects_on(store).await;
+    }
+}
+
+async fn webhook_payloads_carry_attachment_objects_on(store: Store) {
+    let fx = Fx::new(store).await;
     let api = &fx.person.api;
     let hook = |trigger: &str| json!({"name": trigger, "trigger_type": trigger, "table_id": fx.docs, "url": fx.url("/hook")});
     let mut webhooks = Vec::new();

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use cluster_protocol::control::Role;
 use cluster_protocol::error::forbidden;
+use e2e_tests::stores::{database_store, Store};
 use e2e_tests::{cluster, database_postgres, fresh_address, id, Api, Person, Reply};
 use serde_json::{json, Value};
 
@@ -89,10 +90,6 @@ fn png(width: u32, height: u32) -> Vec<u8> {
     out.into_inner()
 }
 
-fn is_local() -> bool {
-    cluster().var("BLOB_STORE").unwrap_or("local") == "local"
-}
-
 /// A link as a browser would follow it: the cluster's own file route
 /// through the router (without an API key), or a presigned S3 URL.
 async fn fetch(link: &str, range: Option<&str>) -> reqwest::Response {
@@ -116,10 +113,11 @@ async fn fetch(link: &str, range: Option<&str>) -> reqwest::Response {
     req.send().await.expect("link reachable")
 }
 
-/// Where the original of an attachment lives, in either store.
-fn original_path(database_id: &str, attachment_id: &str) -> PathBuf {
+/// Where the original of an attachment lives, in the store of the
+/// database's shard (s3s-fs keeps `<root>/<bucket>/<key>`).
+async fn original_path(database_id: &str, attachment_id: &str) -> PathBuf {
     let key = format!("{database_id}/{attachment_id}/original");
-    if is_local() {
+    if database_store(database_id).await == Store::Local {
         PathBuf::from(cluster().var("BLOB_DIR").expect("BLOB_DIR in the env file")).join(key)
     } else {
         let root = std::env::var("TEST_S3_ROOT").expect("TEST_S3_ROOT with the s3 store");
@@ -147,10 +145,10 @@ struct Fx {
     record: String,
 }
 
-async fn fixture() -> Fx {
+async fn fixture(store: Store) -> Fx {
     let owner = Person::new().await;
     let api = &owner.api;
-    let db = api.new_database("att").await;
+    let db = api.new_database_on(store, "att").await;
     let table = id(&api.create_table(&db, "Docs").await);
     let files = id(&api
         .create_field(&table, json!({"name": "Files", "type": "attachment"}))
@@ -194,7 +192,13 @@ impl Fx {
 
 #[tokio::test]
 async fn a_png_upload_answers_its_entry_and_two_webp_sizes() {
-    let f = fixture().await;
+    for store in Store::BOTH {
+        a_png_upload_answers_its_entry_and_two_webp_sizes_on(store).await;
+    }
+}
+
+async fn a_png_upload_answers_its_entry_and_two_webp_sizes_on(store: Store) {
+    let f = fixture(store).await;
     let bytes = png(1600, 1200);
     let a = f.upload("photo.png", None, &bytes).await;
     let att = id(&a);
@@ -236,12 +240,18 @@ async fn a_png_upload_answers_its_entry_and_two_webp_sizes() {
     let card = fetch(small["card_url"].as_str().unwrap(), None).await;
     let image = image::load_from_memory(&card.bytes().await.unwrap()).unwrap();
     assert_eq!((image.width(), image.height()), (100, 60));
-    assert!(original_path(&f.db, &att).exists());
+    assert!(original_path(&f.db, &att).await.exists());
 }
 
 #[tokio::test]
 async fn text_and_svg_keep_one_link() {
-    let f = fixture().await;
+    for store in Store::BOTH {
+        text_and_svg_keep_one_link_on(store).await;
+    }
+}
+
+async fn text_and_svg_keep_one_link_on(store: Store) {
+    let f = fixture(store).await;
     let text = f.upload("notes.txt", Some("text/plain"), b"hello").await;
     assert_eq!(text["content_type"], "text/plain");
     let svg = f
@@ -264,7 +274,13 @@ async fn text_and_svg_keep_one_link() {
 
 #[tokio::test]
 async fn editors_upload_viewers_and_strangers_do_not() {
-    let f = fixture().await;
+    for store in Store::BOTH {
+        editors_upload_viewers_and_strangers_do_not_on(store).await;
+    }
+}
+
+async fn editors_upload_viewers_and_strangers_do_not_on(store: Store) {
+    let f = fixture(store).await;
     let parts = [
         Part::Text("field_id", &f.files),
         Part::Text("record_id", &f.record),
@@ -285,7 +301,13 @@ async fn editors_upload_viewers_and_strangers_do_not() {
 
 #[tokio::test]
 async fn wrong_fields_records_and_forms_are_refused() {
-    let f = fixture().await;
+    for store in Store::BOTH {
+        wrong_fields_records_and_forms_are_refused_on(store).await;
+    }
+}
+
+async fn wrong_fields_records_and_forms_are_refused_on(store: Store) {
+    let f = fixture(store).await;
     let api = &f.owner.api;
     let other = id(&api.create_table(&f.db, "Other").await);
     let foreign_field = id(&api
@@ -350,7 +372,13 @@ async fn wrong_fields_records_and_forms_are_refused() {
 
 #[tokio::test]
 async fn signed_links_carry_the_file_safely() {
-    let f = fixture().await;
+    for store in Store::BOTH {
+        signed_links_carry_the_file_safely_on(store).await;
+    }
+}
+
+async fn signed_links_carry_the_file_safely_on(store: Store) {
+    let f = fixture(store).await;
     let a = f
         .upload(r#"we\"ird ü;name.txt"#, Some("text/plain"), b"0123456789")
         .await;
@@ -373,7 +401,7 @@ async fn signed_links_carry_the_file_safely() {
 
     let tampered = url.replace("ignature=", "ignature=0");
     assert_eq!(fetch(&tampered, None).await.status(), 403);
-    if is_local() {
+    if database_store(&f.db).await == Store::Local {
         let body: Value = fetch(&tampered, None).await.json().await.unwrap();
         assert_eq!(body["error"]["code"], "forbidden");
     }
@@ -384,17 +412,23 @@ async fn signed_links_carry_the_file_safely() {
         .delete(&format!("/api/tables/{}", f.table))
         .await
         .expect_ok();
-    eventually_gone(original_path(&f.db, &id(&a))).await;
+    eventually_gone(original_path(&f.db, &id(&a)).await).await;
     assert_eq!(fetch(url, None).await.status(), 404);
 }
 
 #[tokio::test]
 async fn purge_removes_the_registry_row_and_the_bytes() {
-    let f = fixture().await;
+    for store in Store::BOTH {
+        purge_removes_the_registry_row_and_the_bytes_on(store).await;
+    }
+}
+
+async fn purge_removes_the_registry_row_and_the_bytes_on(store: Store) {
+    let f = fixture(store).await;
     let api = &f.owner.api;
     let a = f.upload("p.png", None, &png(50, 40)).await;
     let att = id(&a);
-    let path = original_path(&f.db, &att);
+    let path = original_path(&f.db, &att).await;
     assert!(path.exists(), "{}", path.display());
     api.delete_with(
         &format!("/api/tables/{}/records", f.table),

@@ -250,7 +250,9 @@ async fn write_rows(
             .db
             .measured(DbOp::ImportRecords, async {
                 let tx = client.transaction().await?;
-                let ctx = write::Ctx::load(&tx, &state.schemas, &state.links, database_id, table_id).await?;
+                let ctx =
+                    write::Ctx::load(&tx, &state.schemas, &state.links, database_id, table_id)
+                        .await?;
                 let batch = with_ids(&ctx, batch)?;
                 let ids: Vec<String> = batch.iter().map(|(id, _)| id.clone()).collect();
                 let mut outbox = Outbox::open(&ctx, n);
