@@ -400,10 +400,14 @@ async fn signed_links_carry_the_file_safely_on(store: Store) {
     assert_eq!(part.bytes().await.unwrap().as_ref(), b"2345");
 
     let tampered = url.replace("ignature=", "ignature=0");
-    assert_eq!(fetch(&tampered, None).await.status(), 403);
+    let refused = fetch(&tampered, None).await.status();
     if database_store(&f.db).await == Store::Local {
+        assert_eq!(refused, 403);
         let body: Value = fetch(&tampered, None).await.json().await.unwrap();
         assert_eq!(body["error"]["code"], "forbidden");
+    } else {
+        // S3 refuses a presigned link whose signature does not verify.
+        assert!(refused.is_client_error(), "{refused}");
     }
 
     // Deleted (the table goes): the link finds nothing.
