@@ -55,27 +55,8 @@ fn form(parts: &[Part<'_>]) -> Vec<u8> {
 }
 
 async fn send_form(api: &Api, table: &str, body: Vec<u8>) -> Reply {
-    let mut req = api
-        .http
-        .post(format!("{}/api/tables/{table}/attachments", api.base))
-        .header("x-forwarded-for", &api.address)
-        .header(
-            "content-type",
-            format!("multipart/form-data; boundary={BOUNDARY}"),
-        )
-        .body(body);
-    if let Some(t) = &api.token {
-        req = req.header("authorization", format!("Bearer {t}"));
-    }
-    let resp = req.send().await.expect("router reachable");
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let bytes = resp.bytes().await.expect("body readable");
-    Reply {
-        status,
-        headers,
-        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    }
+    api.post_multipart(&format!("/api/tables/{table}/attachments"), BOUNDARY, body)
+        .await
 }
 
 async fn upload(api: &Api, table: &str, parts: &[Part<'_>]) -> Reply {

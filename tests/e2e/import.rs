@@ -25,27 +25,8 @@ pub(crate) fn multipart(parts: &[(&str, Option<&str>, &[u8])]) -> Vec<u8> {
 }
 
 pub(crate) async fn post_import(api: &Api, db_id: &str, body: Vec<u8>) -> Reply {
-    let mut req = api
-        .http
-        .post(format!("{}/api/databases/{db_id}/import", api.base))
-        .header("x-forwarded-for", &api.address)
-        .header(
-            "content-type",
-            format!("multipart/form-data; boundary={BOUNDARY}"),
-        )
-        .body(body);
-    if let Some(t) = &api.token {
-        req = req.header("authorization", format!("Bearer {t}"));
-    }
-    let resp = req.send().await.expect("router reachable");
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let bytes = resp.bytes().await.expect("body readable");
-    Reply {
-        status,
-        headers,
-        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    }
+    api.post_multipart(&format!("/api/databases/{db_id}/import"), BOUNDARY, body)
+        .await
 }
 
 pub(crate) async fn preview(api: &Api, db_id: &str, filename: &str, bytes: &[u8]) -> Reply {

@@ -31,27 +31,7 @@ fn multipart(parts: &[(&str, Option<&str>, &[u8])]) -> Vec<u8> {
 
 /// POSTs a multipart `body` to `path` with the caller's key.
 async fn post_form(api: &Api, path: &str, body: Vec<u8>) -> Reply {
-    let mut req = api
-        .http
-        .post(format!("{}{path}", api.base))
-        .header("x-forwarded-for", &api.address)
-        .header(
-            "content-type",
-            format!("multipart/form-data; boundary={BOUNDARY}"),
-        )
-        .body(body);
-    if let Some(t) = &api.token {
-        req = req.header("authorization", format!("Bearer {t}"));
-    }
-    let resp = req.send().await.expect("router reachable");
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let bytes = resp.bytes().await.expect("body readable");
-    Reply {
-        status,
-        headers,
-        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    }
+    api.post_multipart(path, BOUNDARY, body).await
 }
 
 /// A CSV of about `bytes` bytes with fewer rows than the import ceiling:

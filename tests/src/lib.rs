@@ -236,6 +236,34 @@ impl Api {
 }
 
 impl Api {
+    /// POSTs a `multipart/form-data` body whose parts are separated by
+    /// `boundary` to `path`, with the caller's key (uploads and imports).
+    pub async fn post_multipart(&self, path: &str, boundary: &str, body: Vec<u8>) -> Reply {
+        let mut req = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header("x-forwarded-for", &self.address)
+            .header(
+                "content-type",
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .body(body);
+        if let Some(t) = &self.token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        let resp = req.send().await.expect("router reachable");
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let bytes = resp.bytes().await.expect("body readable");
+        Reply {
+            status,
+            headers,
+            body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        }
+    }
+}
+
+impl Api {
     /// Creates a field (`{name, type, options}`) on a table and returns it.
     pub async fn create_field(&self, table_id: &str, body: Value) -> Value {
         let r = self
