@@ -10,8 +10,10 @@ use deadpool_postgres::Pool;
 const MIGRATION_LOCK: i64 = 0x63706d6967726174;
 
 /// (id, name, sql), in order. Never edit an applied migration: add one.
-pub const MIGRATIONS: &[(i32, &str, &str)] =
-    &[(1, "init", include_str!("../migrations/0001_init.sql"))];
+pub const MIGRATIONS: &[(i32, &str, &str)] = &[
+    (1, "init", include_str!("../migrations/0001_init.sql")),
+    (2, "moves", include_str!("../migrations/0002_moves.sql")),
+];
 
 /// Applies every migration not yet recorded. Returns the ids it applied.
 pub async fn run(pool: &Pool) -> anyhow::Result<Vec<i32>> {

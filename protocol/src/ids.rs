@@ -29,6 +29,8 @@ pub enum Kind {
     Delivery,
     Key,
     User,
+    /// A database move (control plane only).
+    Move,
 }
 
 impl Kind {
@@ -44,12 +46,13 @@ impl Kind {
             Kind::Delivery => "dlv_",
             Kind::Key => "key_",
             Kind::User => "usr_",
+            Kind::Move => "mov_",
         }
     }
 
     /// Whether ids of this kind live inside a database and carry its tag.
     pub const fn is_tagged(self) -> bool {
-        !matches!(self, Kind::Key | Kind::User)
+        !matches!(self, Kind::Key | Kind::User | Kind::Move)
     }
 }
 

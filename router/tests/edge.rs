@@ -170,6 +170,7 @@ async fn env(limits: ConnectionLimits, max_in_flight: usize, shard_url: &str) ->
             },
             epoch: 1,
             state: DatabaseState::Active,
+            hold_until: None,
         },
     );
     let cp_app = Router::new()

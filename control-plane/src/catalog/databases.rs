@@ -12,7 +12,7 @@ const ALLOCATION_LOCK: i64 = 0x6370616c6c6f63; // "cpalloc"
 
 const COLUMNS: &str = "id, tag, owner_id, shard, state, position, epoch, created_at";
 const PLACEMENT: &str =
-    "SELECT d.id, d.tag, d.epoch, d.state, s.name AS shard_name, s.url AS shard_url
+    "SELECT d.id, d.tag, d.epoch, d.state, CASE WHEN d.hold_until > now() THEN d.hold_until END AS hold_until, s.name AS shard_name, s.url AS shard_url
                          FROM databases d JOIN shards s ON s.name = d.shard";
 
 fn state_str(state: DatabaseState) -> &'static str {
@@ -54,6 +54,7 @@ fn placement_of(row: &Row) -> anyhow::Result<Placement> {
         },
         epoch: row.try_get("epoch")?,
         state: state_of(row)?,
+        hold_until: row.try_get("hold_until")?,
     })
 }
 

@@ -245,7 +245,7 @@ async fn shards(c: &ControlPlaneClient, cmd: ShardsCmd) -> anyhow::Result<Output
             })
         }
         ShardsCmd::Drain { name } => {
-            let s = c.drain_shard(&name).await?;
+            let s = c.drain_shard(&name).await?.shard;
             Ok(Output {
                 text: format!("draining shard {}", s.name),
                 json: to_json(&s)?,

@@ -5,6 +5,8 @@
 mod databases;
 mod keys;
 mod members;
+mod moves;
+mod rebalance;
 mod shards;
 mod users;
 
@@ -51,6 +53,11 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/internal/shards", get(shards::list).post(shards::add))
         .route("/internal/shards/{name}/drain", post(shards::drain))
+        .route("/internal/shards/{name}/activate", post(shards::activate))
+        .route("/internal/moves", get(moves::list).post(moves::create))
+        .route("/internal/moves/{id}", get(moves::show))
+        .route("/internal/moves/{id}/abort", post(moves::abort))
+        .route("/internal/rebalance", post(rebalance::rebalance))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
         .route("/internal/health", get(health))

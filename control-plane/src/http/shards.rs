@@ -1,6 +1,6 @@
 use axum::extract::{Path, State};
 use axum::Json;
-use cluster_protocol::control::{AddShard, Shard, ShardList};
+use cluster_protocol::control::{AddShard, DrainReply, Shard, ShardList};
 
 use crate::error::{ApiResult, Body};
 use crate::{service, AppState};
@@ -21,6 +21,13 @@ pub async fn add(
 pub async fn drain(
     State(state): State<AppState>,
     Path(name): Path<String>,
-) -> ApiResult<Json<Shard>> {
+) -> ApiResult<Json<DrainReply>> {
     Ok(Json(service::shards::drain(&state, &name).await?))
+}
+
+pub async fn activate(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Shard>> {
+    Ok(Json(service::shards::activate(&state, &name).await?))
 }

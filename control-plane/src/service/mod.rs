@@ -4,6 +4,8 @@
 pub mod access;
 pub mod databases;
 pub mod keys;
+pub mod moves;
+pub mod rebalance;
 pub mod shards;
 pub mod users;
 

@@ -1,6 +1,6 @@
 //! The shard registry.
 
-use cluster_protocol::control::{AddShard, Shard, ShardState};
+use cluster_protocol::control::{AddShard, DrainReply, Shard, ShardState};
 
 use crate::catalog::shards;
 use crate::error::{ApiError, ApiResult};
@@ -50,10 +50,23 @@ pub async fn add(state: &AppState, mut req: AddShard) -> ApiResult<Shard> {
         .ok_or_else(|| ApiError::conflict(format!("A shard named {} already exists.", req.name)))
 }
 
-/// Marks a shard draining: it keeps its databases and receives no new ones.
-pub async fn drain(state: &AppState, name: &str) -> ApiResult<Shard> {
+/// Marks a shard draining: it receives no new databases. (Moving its
+/// databases off is not built yet.)
+pub async fn drain(state: &AppState, name: &str) -> ApiResult<DrainReply> {
     let client = state.pool.get().await?;
-    shards::set_state(&**client, name, ShardState::Draining)
+    let shard = shards::set_state(&**client, name, ShardState::Draining)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("Unknown shard {name}.")))?;
+    Ok(DrainReply {
+        shard,
+        moves: Vec::new(),
+    })
+}
+
+/// Makes a shard eligible for new databases again.
+pub async fn activate(state: &AppState, name: &str) -> ApiResult<Shard> {
+    let client = state.pool.get().await?;
+    shards::set_state(&**client, name, ShardState::Active)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("Unknown shard {name}.")))
 }

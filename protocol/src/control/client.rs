@@ -245,12 +245,40 @@ impl ControlPlaneClient {
     pub async fn add_shard(&self, req: &AddShard) -> Result<Shard, ClientError> {
         self.post("/internal/shards", req).await
     }
-    pub async fn drain_shard(&self, name: &str) -> Result<Shard, ClientError> {
+    pub async fn drain_shard(&self, name: &str) -> Result<DrainReply, ClientError> {
         self.post(
             &format!("/internal/shards/{name}/drain"),
             &serde_json::json!({}),
         )
         .await
+    }
+    pub async fn activate_shard(&self, name: &str) -> Result<Shard, ClientError> {
+        self.post(
+            &format!("/internal/shards/{name}/activate"),
+            &serde_json::json!({}),
+        )
+        .await
+    }
+
+    // ---- moves ----
+    pub async fn create_move(&self, req: &CreateMove) -> Result<Move, ClientError> {
+        self.post("/internal/moves", req).await
+    }
+    pub async fn moves(&self) -> Result<MoveList, ClientError> {
+        self.get("/internal/moves").await
+    }
+    pub async fn get_move(&self, id: &str) -> Result<Move, ClientError> {
+        self.get(&format!("/internal/moves/{id}")).await
+    }
+    pub async fn abort_move(&self, id: &str) -> Result<Move, ClientError> {
+        self.post(
+            &format!("/internal/moves/{id}/abort"),
+            &serde_json::json!({}),
+        )
+        .await
+    }
+    pub async fn rebalance(&self, req: &RebalanceRequest) -> Result<RebalanceReply, ClientError> {
+        self.post("/internal/rebalance", req).await
     }
     pub async fn databases(&self, shard: Option<&str>) -> Result<DatabaseList, ClientError> {
         match shard {

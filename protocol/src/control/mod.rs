@@ -27,10 +27,19 @@
 //! | POST `/internal/support` / DELETE `/internal/support` | [`SupportChange`] | `{ok:true}` |
 //! | GET `/internal/shards` | | [`ShardList`] |
 //! | POST `/internal/shards` | [`AddShard`] | [`Shard`] |
-//! | POST `/internal/shards/{name}/drain` | | [`Shard`] |
+//! | POST `/internal/shards/{name}/drain` | | [`DrainReply`] (starts the moves off it) |
+//! | POST `/internal/shards/{name}/activate` | | [`Shard`] |
+//! | POST `/internal/moves` | [`CreateMove`] | [`Move`] (400/404/409 refused, nothing changed) |
+//! | GET `/internal/moves` | | [`MoveList`] (newest first) |
+//! | GET `/internal/moves/{id}` | | [`Move`] |
+//! | POST `/internal/moves/{id}/abort` | | [`Move`] (409 when already finished or switched over) |
+//! | POST `/internal/rebalance` | [`RebalanceRequest`] | [`RebalanceReply`] |
 
 pub mod client;
+pub mod moves;
 pub mod redis_keys;
+
+pub use moves::*;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -318,6 +327,11 @@ pub struct Placement {
     pub shard: ShardRef,
     pub epoch: i64,
     pub state: DatabaseState,
+    /// Set during a move's cutover: routers hold the database's requests
+    /// until the placement changes (flip or abort, announced as a placement
+    /// invalidation) or until this instant, whichever comes first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_until: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -20,6 +20,26 @@ pub fn key_last_used(key_id: &str) -> String {
     format!("cluster:lastused:{key_id}")
 }
 
+/// Sorted set of live routers: member = a router's id (random per process),
+/// score = unix milliseconds of its last heartbeat. A router whose
+/// heartbeat is older than [`ROUTER_LIVE_MS`] counts as gone.
+pub const ROUTERS: &str = "cluster:routers";
+
+/// How often a router heartbeats into [`ROUTERS`].
+pub const ROUTER_HEARTBEAT_MS: u64 = 1_000;
+
+/// A router whose last heartbeat is older than this is not waited for.
+pub const ROUTER_LIVE_MS: u64 = 5_000;
+
+/// Hash of the placement epochs routers acknowledged for a database:
+/// field = router id, value = the epoch the router now routes by. Written
+/// by a router after it applied a placement invalidation and fetched the
+/// placement again; read by the control plane before it drops a moved
+/// database's old copy. Expires (the control plane sets a TTL).
+pub fn placement_acks(database_id: &str) -> String {
+    format!("cluster:acks:{database_id}")
+}
+
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", content = "id", rename_all = "snake_case")]
 pub enum Invalidation {

@@ -42,6 +42,7 @@ async fn membership_and_placement_changes_apply_promptly() {
         },
         epoch: 2,
         state: DatabaseState::Active,
+        hold_until: None,
     };
     e.cp.placements
         .lock()

@@ -369,6 +369,7 @@ impl Env {
                 },
                 epoch: i as i64 + 1,
                 state: DatabaseState::Active,
+                hold_until: None,
             })
             .collect();
         self.cp.placements.lock().unwrap().insert(tag.clone(), list);
@@ -678,6 +679,7 @@ async fn database_list_fans_out_and_merges() {
             },
             epoch: 1,
             state: DatabaseState::Active,
+            hold_until: None,
         };
         e.cp.placements.lock().unwrap().insert(tag.clone(), vec![p]);
         e.member(&user_id, db, Role::Viewer);
