@@ -16,6 +16,8 @@ CREATE TABLE moves (
     -- mover rolls the move back at its next step and ends it `aborted`.
     abort_requested boolean NOT NULL DEFAULT false,
     pause_budget_ms integer NOT NULL CHECK (pause_budget_ms > 0),
+    -- Test hook (CreateMove.step_delay_ms): wait after each state change.
+    step_delay_ms   integer NOT NULL DEFAULT 0 CHECK (step_delay_ms >= 0),
     -- Cutover attempts so far (each rolled back when over the budget).
     attempts        integer NOT NULL DEFAULT 0,
     pause_ms        integer,

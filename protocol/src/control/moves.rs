@@ -113,6 +113,11 @@ pub struct CreateMove {
     /// Overrides the control plane's `MOVE_PAUSE_BUDGET_MS` for this move.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pause_budget_ms: Option<i64>,
+    /// Test hook: the mover waits this long after entering each state and
+    /// after the fence, so chaos tests can act while the move is in a given
+    /// state (the CLI's hidden `--step-delay-ms`). Overrides `MOVE_STEP_DELAY_MS`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_delay_ms: Option<i64>,
 }
 
 /// `GET /internal/moves` (newest first).
