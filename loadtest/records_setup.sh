@@ -73,7 +73,7 @@ if [[ "$LOAD" == sql ]]; then
   psql "$shard_dsn" -v ON_ERROR_STOP=1 -q <<SQL
 INSERT INTO $t (id, created_by, $(c Name), $(c Email), $(c Score), $(c Due), $(c Stamp), $(c Status), $(c Notes))
 SELECT 'rec_' || substr(md5(g::text), 1, 2) || lpad(to_hex(g), 10, '0'), '$user_id',
-       'Item ' || g, 'user' || g || '@example.com', (g * 7919) % 1000,
+       'Item ' || g, 'user' || g || '@example.com', (g::bigint * 7919) % 1000,
        date '2020-01-01' + (g % 2000), timestamptz '2024-01-01' + make_interval(mins => g),
        (ARRAY$(jq -r 'map("\u0027"+.+"\u0027") | join(",") | "[" + . + "]"' <<<"$choices"))[1 + g % 3],
        CASE WHEN g % 5 = 0 THEN NULL ELSE 'Notes for item ' || g || ' lorem ipsum dolor sit amet' END

@@ -43,7 +43,7 @@ INSERT INTO db_bench.tbl_owners (id, created_by, fld_oname)
 SELECT 'rec_ow' || lpad(to_hex(g), 10, '0'), 'usr_bench0000001', 'Owner ' || g FROM generate_series(1, 1000) g;
 INSERT INTO db_bench.tbl_bench (id, created_by, fld_name, fld_email, fld_score, fld_due, fld_stamp, fld_status, fld_notes)
 SELECT 'rec_' || substr(md5(g::text), 1, 2) || lpad(to_hex(g), 10, '0'), 'usr_bench0000001', 'Item ' || g,
-       'user' || g || '@example.com', (g * 7919) % 1000, date '2020-01-01' + (g % 2000),
+       'user' || g || '@example.com', (g::bigint * 7919) % 1000, date '2020-01-01' + (g % 2000),
        timestamptz '2024-01-01' + make_interval(mins => g), (ARRAY['cho_aaaaaaaaaaaa','cho_bbbbbbbbbbbb','cho_cccccccccccc'])[1 + g % 3],
        CASE WHEN g % 5 = 0 THEN NULL ELSE 'Notes for item ' || g || ' lorem ipsum dolor sit amet' END
 FROM generate_series(1, $ROWS) g;
