@@ -8,7 +8,9 @@
 # records (five internal columns, 9 stored fields, a generated formula
 # column), 1000 owners, a connector table with one link per record.
 #
-#   loadtest/capacity/repl_copy.sh SRC_PORT DST_PORT [ROWS]
+#   [ORDER=logical-first] loadtest/capacity/repl_copy.sh SRC_PORT DST_PORT [ROWS]
+# (ORDER: which copy runs first; alternate it between runs on a busy machine;
+# SKIP_LOAD=1 keeps the source database of the previous run)
 # Both instances: 127.0.0.1, user postgres, trust, wal_level=logical.
 set -euo pipefail
 SRC=$1 DST=$2 ROWS=${3:-1000000}
@@ -35,6 +37,7 @@ CREATE INDEX tbl_bench_trash ON db_bench.tbl_bench (deleted_at DESC, id) WHERE d
 CREATE INDEX fld_score_sort ON db_bench.tbl_bench (fld_score) WHERE deleted_at IS NULL;
 CREATE INDEX lnk_fld_owner_to ON db_bench.lnk_fld_owner (to_id);'
 
+if [ "${SKIP_LOAD:-0}" != 1 ]; then  # SKIP_LOAD=1: reuse copysrc of an earlier run
 s -d postgres -c "DROP DATABASE IF EXISTS copysrc" -c "CREATE DATABASE copysrc"
 s -d copysrc -c "$DDL_TABLES" -c "$DDL_INDEXES"
 t0=$(now)
@@ -53,9 +56,11 @@ FROM generate_series(1, $ROWS) g;
 VACUUM ANALYZE;
 SQL
 echo "load: $(echo "$(now) - $t0" | bc) s"
+fi
 bytes=$(s -d copysrc -Atc "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'db_bench' AND c.relkind = 'r'")
 echo "schema db_bench: $bytes bytes on disk (tables + indexes + toast)"
 
+dump() {
 # 1. pg_dump | pg_restore
 d -d postgres -c "DROP DATABASE IF EXISTS dumpdst" -c "CREATE DATABASE dumpdst"
 t0=$(now)
@@ -63,6 +68,8 @@ pg_dump -h 127.0.0.1 -p "$SRC" -U postgres -d copysrc -Fc -n db_bench | pg_resto
 dump_s=$(echo "$(now) - $t0" | bc)
 echo "pg_dump -Fc -n db_bench | pg_restore: $dump_s s"
 
+}
+logical() {
 # 2. logical replication, as the mover's copying state
 d -d postgres -c "DROP DATABASE IF EXISTS movedst" -c "CREATE DATABASE movedst"
 t0=$(now)
@@ -75,6 +82,8 @@ d -d movedst -c "$DDL_INDEXES" -c "ANALYZE"
 t2=$(now)
 echo "logical copy: rows $(echo "$t1 - $t0" | bc) s, secondary indexes + ANALYZE $(echo "$t2 - $t1" | bc) s, total $(echo "$t2 - $t0" | bc) s"
 echo "rows on target: $(d -d movedst -Atc 'SELECT count(*) FROM db_bench.tbl_bench'), links $(d -d movedst -Atc 'SELECT count(*) FROM db_bench.lnk_fld_owner')"
+}
+if [ "${ORDER:-dump-first}" = logical-first ]; then logical; dump; else dump; logical; fi
 d -d movedst -c "DROP SUBSCRIPTION tmv_bench"
 s -d copysrc -c "DROP PUBLICATION tmv_bench"
 d -d postgres -c "DROP DATABASE movedst" -c "DROP DATABASE dumpdst"
