@@ -139,12 +139,15 @@ class Cluster:
         d = self.cli("databases", "show", db)
         return d.get("shard") or d["database"]["shard"]
 
-    def admin_dsn(self, shard, dbname="cluster"):
-        """The shard instance's DSN with the user replaced by postgres."""
+    def admin_dsn(self, shard, dbname=None):
+        """The shard instance's DSN with the user replaced by postgres (and
+        the database by `dbname` when given)."""
         shards = self.cli("shards", "list")["shards"]
         dsn = next(s["postgres"] for s in shards if s["name"] == shard)
         u = urllib.parse.urlsplit(dsn)
+        dbname = dbname or u.path.lstrip("/") or "cluster"
         return {"host": u.hostname or "127.0.0.1", "port": str(u.port or 5432),
+                "dbname": u.path.lstrip("/") or "cluster",
                 "dsn": dsn, "admin": f"postgres://postgres@{u.hostname}:{u.port}/{dbname}"}
 
 
@@ -291,7 +294,7 @@ def one_move(cl, db, to, known):
     t0 = time.time() * 1000
     r = subprocess.run(args, env=cl.proc_env, capture_output=True, text=True)
     t1 = time.time() * 1000
-    poller.done.wait(timeout=2)
+    poller.join(timeout=2)  # it stops by itself once it has seen done/aborted
     poller.done.set()
     poller.join(timeout=2)
     try:
@@ -360,7 +363,7 @@ def dump_restore(cl, db, repeat):
     for i in range(repeat):
         psql(dst_postgres, f"DROP DATABASE IF EXISTS {SCRATCH}")
         psql(dst_postgres, f"CREATE DATABASE {SCRATCH}")
-        pipe = (f"set -o pipefail; pg_dump -h {src['host']} -p {src['port']} -U postgres -d cluster "
+        pipe = (f"set -o pipefail; pg_dump -h {src['host']} -p {src['port']} -U postgres -d {src['dbname']} "
                 f"-Fc -n {shlex.quote(chr(34) + db + chr(34))} | "
                 f"pg_restore -h {dst['host']} -p {dst['port']} -U postgres -d {SCRATCH} "
                 f"--no-owner --no-privileges")
