@@ -409,6 +409,10 @@ def run_size(cl, size):
     finally:
         summary = load.stop()
     reqs = load.requests()
+    limited = sum(1 for r in reqs if r[3] == 429)
+    if limited:
+        log(f"WARNING: {limited} answers were 429: start the cluster with ROUTER_KEY_LIMIT_PER_MIN and "
+            "ROUTER_ADDRESS_LIMIT_PER_MIN raised (README, \"Database moves\"); the figures are not valid")
     moves = [analyse_move(r, reqs) for r in recs]
     # Nothing lost: every acknowledged create is in the table.
     shard = cl.shard_of(db)
