@@ -11,7 +11,8 @@ each size of SIZES:
 
 1. fixture: loadtest/records_setup.sh with ROWS=size (LOAD=sql: the
    records go straight into the owning shard's PostgreSQL, the fastest
-   existing way; its time is recorded as setup_s). REUSE=1 keeps a fixture
+   existing way; its time is recorded as setup_s; LOAD=api writes them
+   through the router in 100-record batches instead). REUSE=1 keeps a fixture
    file from an earlier run (loadtest/.moves-fixture-<size>.json).
 2. load: k6/moves.js at RATE requests/s through the router (4 reads, 3
    one-record creates, 3 one-record updates in 10), every request logged
@@ -51,7 +52,7 @@ results/moves-<size>.requests.log (git-ignored).
 
 Knobs (environment): SIZES (10000,1000000), MOVES (20), RATE (50),
 WARMUP (5), SETTLE (3), POLL_MS (10), MARGIN_MS (1000), DUMP_REPEAT (3),
-SHARD_A / SHARD_B (shard-1 / shard-2), PAUSE_BUDGET_MS (unset: the control
+SHARD_A / SHARD_B (shard-1 / shard-2), LOAD (sql | api), PAUSE_BUDGET_MS (unset: the control
 plane's default), K6 (k6), REUSE (0), OUT.
 Smoke test: SIZES=2000 MOVES=2 DUMP_REPEAT=1 loadtest/moves_bench.py ENV.
 
@@ -183,7 +184,7 @@ def fixture(cl, size):
     log(f"records_setup.sh ROWS={size} ...")
     t0 = time.monotonic()
     subprocess.run([os.path.join(HERE, "records_setup.sh"), cl.env_file],
-                   env=dict(cl.proc_env, ROWS=str(size), OUT=path, LOAD="sql"), check=True)
+                   env=dict(cl.proc_env, ROWS=str(size), OUT=path, LOAD=os.environ.get("LOAD", "sql")), check=True)
     took = time.monotonic() - t0
     log(f"fixture of {size} records in {took:.1f} s")
     return json.load(open(path)), path, took
