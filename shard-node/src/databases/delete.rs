@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::auth::{DeleteDatabase, Owner};
 use crate::catalog::databases;
+use crate::catalog::placements::{self, Need};
 use crate::error::{ApiError, ApiResult};
 use crate::state::{AppState, Db, DbOp};
 use crate::tenant_schema;
@@ -31,6 +32,7 @@ pub async fn purge(db: &Db, database_id: &str) -> ApiResult<bool> {
     db.measured(DbOp::DeleteDatabase, async {
         let mut client = db.client_for(database_id).await?;
         let tx = client.transaction().await?;
+        placements::fence(&tx, database_id, Need::Structure).await?;
         if databases::lock(&tx, database_id).await?.is_none() {
             return Ok(false);
         }

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use cluster_protocol::ids::{self, Kind};
 use serde_json::{json, Value};
 
+use crate::catalog::placements::{self, Need};
 use crate::auth::Access;
 use crate::error::{ApiError, ApiResult};
 use crate::fields;
@@ -250,6 +251,7 @@ async fn write_rows(
             .db
             .measured(DbOp::ImportRecords, async {
                 let tx = client.transaction().await?;
+                placements::fence(&tx, database_id, Need::Write).await?;
                 let ctx =
                     write::Ctx::load(&tx, &state.schemas, &state.links, database_id, table_id)
                         .await?;
