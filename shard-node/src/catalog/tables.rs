@@ -139,7 +139,9 @@ pub async fn set_display_field(
 
 /// `(database_id, table_id)` of every table of the databases served here
 /// (placement `owned` or `moving`), for background passes over records.
-pub async fn served(c: &impl GenericClient) -> Result<Vec<(String, String)>, tokio_postgres::Error> {
+pub async fn served(
+    c: &impl GenericClient,
+) -> Result<Vec<(String, String)>, tokio_postgres::Error> {
     let rows = c
         .query(
             "SELECT t.database_id, t.id FROM tables t

@@ -22,8 +22,8 @@ use std::collections::HashMap;
 use cluster_protocol::ids::{self, Kind};
 use serde_json::{json, Value};
 
-use crate::catalog::placements::{self, Need};
 use crate::auth::Access;
+use crate::catalog::placements::{self, Need};
 use crate::error::{ApiError, ApiResult};
 use crate::fields;
 use crate::import::columns::{self, Column, Source};

@@ -13,10 +13,7 @@ use super::*;
 /// The control plane's first step, on the test's own session: `FOR UPDATE`
 /// on the placement under a short `lock_timeout`, in a transaction left
 /// open when the lock is granted (rolled back when it is not).
-async fn control_plane_lock(
-    app: &TestApp,
-    database_id: &str,
-) -> Result<(), tokio_postgres::Error> {
+async fn control_plane_lock(app: &TestApp, database_id: &str) -> Result<(), tokio_postgres::Error> {
     app.pg.batch_execute("BEGIN").await?;
     app.pg
         .batch_execute("SET LOCAL lock_timeout = '200ms'")
@@ -121,7 +118,10 @@ async fn a_transaction_behind_the_fence_runs_only_where_the_database_is_served()
         restore_placement(&app, &db).await;
         set_placement(&app, &db, state).await;
         let (out, ran) = rename(&app, &db, need).await;
-        assert!(matches!(out, Err(ApiError::Misplaced)), "{state:?} {need:?}: {out:?}");
+        assert!(
+            matches!(out, Err(ApiError::Misplaced)),
+            "{state:?} {need:?}: {out:?}"
+        );
         assert!(!ran, "{state:?} {need:?}: the work ran");
         assert_eq!(name_of(&app, &db).await, "Test");
     }

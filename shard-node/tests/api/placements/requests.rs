@@ -31,9 +31,7 @@ async fn the_held_check_wants_the_placement_s_epoch() {
         .await
         .unwrap();
     assert_eq!(app.get(&tables, &owner).await.status, 421);
-    let r = app
-        .post(&tables, &owner, json!({"name": "Nope"}))
-        .await;
+    let r = app.post(&tables, &owner, json!({"name": "Nope"})).await;
     assert_eq!(r.status, 421);
     let now = at_epoch(&owner, Some(2));
     assert_eq!(app.get(&tables, &now).await.status, 200);
@@ -46,7 +44,12 @@ async fn every_request(app: &TestApp, f: &Fixture) -> Vec<(&'static str, u16)> {
     let (db, t, p) = (&f.db, &f.table, &f.owner);
     let records = format!("/api/tables/{t}/records");
     vec![
-        ("list tables", app.get(&format!("/api/databases/{db}/tables"), p).await.status),
+        (
+            "list tables",
+            app.get(&format!("/api/databases/{db}/tables"), p)
+                .await
+                .status,
+        ),
         ("list records", app.get(&records, p).await.status),
         (
             "get record",
@@ -54,9 +57,13 @@ async fn every_request(app: &TestApp, f: &Fixture) -> Vec<(&'static str, u16)> {
         ),
         (
             "create record",
-            app.post(&records, p, json!({"records": [{"fields": {"Who": "Bob"}}]}))
-                .await
-                .status,
+            app.post(
+                &records,
+                p,
+                json!({"records": [{"fields": {"Who": "Bob"}}]}),
+            )
+            .await
+            .status,
         ),
         (
             "update record",
@@ -76,9 +83,13 @@ async fn every_request(app: &TestApp, f: &Fixture) -> Vec<(&'static str, u16)> {
         ),
         (
             "create table",
-            app.post(&format!("/api/databases/{db}/tables"), p, json!({"name": "U"}))
-                .await
-                .status,
+            app.post(
+                &format!("/api/databases/{db}/tables"),
+                p,
+                json!({"name": "U"}),
+            )
+            .await
+            .status,
         ),
     ]
 }
@@ -149,7 +160,11 @@ async fn while_moving_structural_changes_are_409_and_record_writes_go_on() {
     let f = fixture(&app).await;
     let (db, t, p) = (&f.db, &f.table, &f.owner);
     let r = app
-        .post(&format!("/api/tables/{t}/views"), p, json!({"name": "Grid"}))
+        .post(
+            &format!("/api/tables/{t}/views"),
+            p,
+            json!({"name": "Grid"}),
+        )
         .await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     let view = r.body["view"]["id"].as_str().unwrap().to_owned();
@@ -164,15 +179,22 @@ async fn while_moving_structural_changes_are_409_and_record_writes_go_on() {
     let refused = [
         (
             "create table",
-            app.post(&format!("/api/databases/{db}/tables"), p, json!({"name": "U"}))
-                .await,
+            app.post(
+                &format!("/api/databases/{db}/tables"),
+                p,
+                json!({"name": "U"}),
+            )
+            .await,
         ),
         (
             "rename table",
             app.patch(&format!("/api/tables/{t}"), p, json!({"name": "T2"}))
                 .await,
         ),
-        ("delete table", app.delete(&format!("/api/tables/{t}"), p).await),
+        (
+            "delete table",
+            app.delete(&format!("/api/tables/{t}"), p).await,
+        ),
         (
             "create field",
             app.post(
@@ -187,7 +209,10 @@ async fn while_moving_structural_changes_are_409_and_record_writes_go_on() {
             app.patch(&format!("/api/fields/{field}"), p, json!({"name": "Whom"}))
                 .await,
         ),
-        ("delete field", app.delete(&format!("/api/fields/{field}"), p).await),
+        (
+            "delete field",
+            app.delete(&format!("/api/fields/{field}"), p).await,
+        ),
         (
             "create view",
             app.post(&format!("/api/tables/{t}/views"), p, json!({"name": "Two"}))
@@ -198,7 +223,10 @@ async fn while_moving_structural_changes_are_409_and_record_writes_go_on() {
             app.patch(&format!("/api/views/{view}"), p, json!({"name": "Grid 2"}))
                 .await,
         ),
-        ("delete view", app.delete(&format!("/api/views/{view}"), p).await),
+        (
+            "delete view",
+            app.delete(&format!("/api/views/{view}"), p).await,
+        ),
     ];
     for (what, r) in &refused {
         assert_eq!(r.status, 409, "{what}: {:?}", r.body);
@@ -215,7 +243,11 @@ async fn while_moving_structural_changes_are_409_and_record_writes_go_on() {
     // Record writes and the database's own settings are not structural.
     let records = format!("/api/tables/{t}/records");
     let r = app
-        .post(&records, p, json!({"records": [{"fields": {"Who": "Bob"}}]}))
+        .post(
+            &records,
+            p,
+            json!({"records": [{"fields": {"Who": "Bob"}}]}),
+        )
         .await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     let r = app
@@ -227,7 +259,11 @@ async fn while_moving_structural_changes_are_409_and_record_writes_go_on() {
         .await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     let r = app
-        .patch(&format!("/api/databases/{db}"), p, json!({"name": "Moving"}))
+        .patch(
+            &format!("/api/databases/{db}"),
+            p,
+            json!({"name": "Moving"}),
+        )
         .await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     let mut who = names(&app, &f).await;
@@ -251,7 +287,11 @@ async fn while_moving_structural_changes_are_409_and_record_writes_go_on() {
     // When the move is over (aborted: owned again), they go through.
     set_placement(&app, db, Some("owned")).await;
     let r = app
-        .post(&format!("/api/databases/{db}/tables"), p, json!({"name": "U"}))
+        .post(
+            &format!("/api/databases/{db}/tables"),
+            p,
+            json!({"name": "U"}),
+        )
         .await;
     assert_eq!(r.status, 200, "{:?}", r.body);
 }
