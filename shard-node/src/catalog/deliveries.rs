@@ -230,10 +230,10 @@ const SERVED_FOR_KEY_SHARE: &str = "EXISTS (
         FOR KEY SHARE)";
 
 /// Claims due rows of active, unpaused webhooks of the databases served
-/// here, the webhooks whose
-/// earliest row is the most overdue first, at most `limits.rows`, keeping
-/// every webhook within `limits.per_webhook` attempts in flight (webhooks
-/// already at it are skipped, so their backlog never holds up the others).
+/// here, the webhooks whose earliest row is the most overdue first, at
+/// most `limits.rows`, keeping every webhook within `limits.per_webhook`
+/// attempts in flight (webhooks already at it are skipped, so their
+/// backlog never holds up the others).
 /// Rows another claim holds are skipped.
 pub async fn claim(
     c: &impl GenericClient,
@@ -342,12 +342,11 @@ pub struct Attempted {
 /// Records finished attempts on their deliveries (an attempt whose row was
 /// claimed again meanwhile, after its lease ran out, is ignored, and so is
 /// one whose database is no longer served here: fenced for a move's
-/// cutover, or moved away), then on
-/// their webhooks: last status and attempt time, the streak of exhausted
-/// deliveries (a success resets it), and the auto-pause at
-/// [`AUTO_PAUSE_AFTER`]. Returns the databases of webhooks paused now: the
-/// caller bumps their `schema_version` in the same transaction, so writes
-/// stop enqueueing for them.
+/// cutover, or moved away), then on their webhooks: last status and
+/// attempt time, the streak of exhausted deliveries (a success resets it),
+/// and the auto-pause at [`AUTO_PAUSE_AFTER`]. Returns the databases of
+/// webhooks paused now: the caller bumps their `schema_version` in the
+/// same transaction, so writes stop enqueueing for them.
 pub async fn record_attempts(
     c: &impl GenericClient,
     done: &[Attempted],

@@ -47,11 +47,10 @@ fn first_sort_column(
 /// Builds the index for `config`'s first sort (concurrently, after the view
 /// is saved), only while the database's placement is `owned` (a view saved
 /// just before a move began gets none). A failure is logged and the view
-/// stands: the index only
-/// makes reads faster. The build runs as a task of its own on a
-/// maintenance session (its own, longer time limit; no request session
-/// held): the request waits for it, but a request abandoned meanwhile does
-/// not cancel it half-built.
+/// stands: the index only makes reads faster. The build runs as a task of
+/// its own on a maintenance session (its own, longer time limit; no
+/// request session held): the request waits for it, but a request
+/// abandoned meanwhile does not cancel it half-built.
 pub async fn ensure(db: &Db, database_id: &str, table_id: &str, config: &Value) {
     let (db, database_id, table_id) = (db.clone(), database_id.to_owned(), table_id.to_owned());
     let config = config.clone();
