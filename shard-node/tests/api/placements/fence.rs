@@ -47,6 +47,7 @@ async fn the_control_plane_s_fence_waits_for_a_writer_in_flight() {
 
     // Once the writer commits, it can, and fences the database.
     tx.commit().await.unwrap();
+    drop(writer);
     control_plane_lock(&app, &db).await.unwrap();
     app.pg
         .execute(
