@@ -58,7 +58,7 @@ async fn the_control_plane_s_fence_waits_for_a_writer_in_flight() {
         .unwrap();
 
     // A writer arriving now waits for the fence's commit, then reads the
-    // new state (or arrives after it): nothing may be written.
+    // new state: nothing may be written.
     let late = {
         let (pool, db) = (app.db.clone(), db.clone());
         tokio::spawn(async move {
@@ -69,10 +69,33 @@ async fn the_control_plane_s_fence_waits_for_a_writer_in_flight() {
             .await
         })
     };
+    waits_for_this_session(&app).await;
     app.pg.batch_execute("COMMIT").await.unwrap();
     let late = late.await.unwrap();
     assert!(matches!(late, Err(ApiError::Misplaced)), "{late:?}");
     assert_eq!(name_of(&app, &db).await, "Test");
+}
+
+/// Returns once another session waits for a lock the test's own session
+/// holds (at most 30 s).
+async fn waits_for_this_session(app: &TestApp) {
+    for _ in 0..600 {
+        let blocked: i64 = app
+            .pg
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if blocked > 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("no session ever waited for the fence");
 }
 
 async fn name_of(app: &TestApp, database_id: &str) -> String {
