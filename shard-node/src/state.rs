@@ -10,6 +10,7 @@ use deadpool_postgres::{
 };
 use tokio_postgres::NoTls;
 
+use crate::catalog::placements::{self, Need};
 use crate::config::{Config, DbLimits, Secret, CONNECT_TIMEOUT};
 use crate::error::ApiResult;
 use crate::fair_share::FairShare;
@@ -372,16 +373,40 @@ impl Db {
 
     /// Runs `work` in one transaction on a session of `database_id`'s
     /// share ([`Db::client_for`]), timed as `op`: commits only when it
-    /// succeeds; an error rolls everything back.
+    /// succeeds; an error rolls everything back. The transaction takes the
+    /// write fence first ([`placements::fence`], [`Need::Write`]): 421 and
+    /// nothing written when this shard does not serve the database now.
     pub async fn in_transaction<T>(
         &self,
         database_id: &str,
         op: DbOp,
         work: impl AsyncFnOnce(&Transaction<'_>) -> ApiResult<T>,
     ) -> ApiResult<T> {
+        self.fenced(database_id, op, Need::Write, work).await
+    }
+
+    /// [`Db::in_transaction`] for a structural change (views): the fence
+    /// also refuses a database being moved (409, [`Need::Structure`]).
+    pub async fn in_structural_transaction<T>(
+        &self,
+        database_id: &str,
+        op: DbOp,
+        work: impl AsyncFnOnce(&Transaction<'_>) -> ApiResult<T>,
+    ) -> ApiResult<T> {
+        self.fenced(database_id, op, Need::Structure, work).await
+    }
+
+    async fn fenced<T>(
+        &self,
+        database_id: &str,
+        op: DbOp,
+        need: Need,
+        work: impl AsyncFnOnce(&Transaction<'_>) -> ApiResult<T>,
+    ) -> ApiResult<T> {
         self.measured(op, async {
             let mut client = self.client_for(database_id).await?;
             let tx = client.transaction().await?;
+            placements::fence(&tx, database_id, need).await?;
             let out = work(&tx).await?;
             tx.commit().await?;
             Ok(out)

@@ -1,7 +1,9 @@
 //! Extractors that carry a permission in the database the principal names.
 //!
 //! Checks, in order: a non-member (no role, no support grant) is 404; a
-//! database this shard does not hold is 421; then a write is refused with,
+//! database this shard does not serve is 421 (no placement here, fenced
+//! for a move's cutover, or placed at another epoch than the router's:
+//! docs/moves.md "Held check"); then a write is refused with,
 //! in this precedence, the read-only key, support-grant, viewer and
 //! owner-only messages of part C.
 
@@ -122,8 +124,8 @@ async fn authorize(parts: &mut Parts, state: &AppState, need: Need) -> ApiResult
     held(principal, state, need).await
 }
 
-/// The database the principal names, which this shard must hold (else 421),
-/// and the role check of `need`.
+/// The database the principal names, which this shard must serve at the
+/// principal's epoch (else 421), and the role check of `need`.
 async fn held(principal: Principal, state: &AppState, need: Need) -> ApiResult<Access> {
     let Some(database_id) = principal.database_id.clone() else {
         return Err(ApiError::NotFound);
@@ -132,7 +134,7 @@ async fn held(principal: Principal, state: &AppState, need: Need) -> ApiResult<A
         .db
         .measured(DbOp::DatabaseHeld, async {
             let client = state.db.client_for(&database_id).await?;
-            Ok(catalog::databases::held_version(&*client, &database_id).await?)
+            Ok(catalog::databases::held_version(&*client, &database_id, principal.epoch).await?)
         })
         .await?;
     let Some(schema_version) = held else {

@@ -319,15 +319,21 @@ pub async fn garbage_failed(
 }
 
 /// Deletes uploads no cell took within `ttl` (the trigger queues their
-/// bytes); returns how many.
+/// bytes) in the databases served here (placement `owned` or `moving`,
+/// `FOR KEY SHARE` locked by the statement: the write fence); returns how
+/// many.
 pub async fn delete_unplaced(
     c: &impl GenericClient,
     ttl: std::time::Duration,
 ) -> Result<u64, tokio_postgres::Error> {
     let secs = ttl.as_secs_f64();
     c.execute(
-        "DELETE FROM attachments WHERE NOT placed \
-         AND created_at < now() - make_interval(secs => $1)",
+        "DELETE FROM attachments a WHERE NOT a.placed \
+         AND a.created_at < now() - make_interval(secs => $1) \
+         AND EXISTS (SELECT 1 FROM placements pl \
+                     WHERE pl.database_id = a.database_id \
+                       AND pl.state IN ('owned', 'moving') \
+                     FOR KEY SHARE)",
         &[&secs],
     )
     .await

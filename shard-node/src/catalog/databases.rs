@@ -88,27 +88,41 @@ pub async fn get(
     row.as_ref().map(from_row).transpose()
 }
 
-/// The `schema_version` of the database when this shard holds it. Run on
-/// every authorized request, so the statement is prepared once per pooled
-/// connection: one round trip, no parse or plan.
+/// The `schema_version` of the database when this shard serves it: its
+/// placement here is not `fenced` and, when the router named the epoch it
+/// routed by (`epoch`), at that epoch (docs/moves.md, "Held check").
+/// `None` otherwise (the caller answers 421). Run on every authorized
+/// request, so the statement is prepared once per pooled connection: one
+/// round trip, no parse or plan.
 pub async fn held_version(
     c: &impl GenericClient,
     id: &str,
+    epoch: Option<i64>,
 ) -> Result<Option<i64>, tokio_postgres::Error> {
     let statement = c
-        .prepare_cached("SELECT schema_version FROM databases WHERE id = $1")
+        .prepare_cached(
+            "SELECT d.schema_version FROM databases d
+             JOIN placements pl ON pl.database_id = d.id
+             WHERE d.id = $1 AND pl.state <> 'fenced'
+               AND ($2::int8 IS NULL OR pl.epoch = $2::int8)",
+        )
         .await?;
-    let row = c.query_opt(&statement, &[&id]).await?;
+    let row = c.query_opt(&statement, &[&id, &epoch]).await?;
     row.map(|r| r.try_get(0)).transpose()
 }
 
-/// The databases among `ids` held here, by `position` then `created_at`.
+/// The databases among `ids` served here (placed, not `fenced`: a moved
+/// database's old copy is not listed), by `position` then `created_at`.
 pub async fn lookup(
     c: &impl GenericClient,
     ids: &[String],
 ) -> Result<Vec<Database>, tokio_postgres::Error> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM databases WHERE id = ANY($1) ORDER BY position, created_at, id"
+        "SELECT {COLUMNS} FROM databases
+         WHERE id = ANY($1)
+           AND EXISTS (SELECT 1 FROM placements pl
+                       WHERE pl.database_id = databases.id AND pl.state <> 'fenced')
+         ORDER BY position, created_at, id"
     );
     let rows = c.query(&sql, &[&ids]).await?;
     rows.iter().map(from_row).collect()

@@ -193,7 +193,8 @@ pub struct ClaimLimits {
 }
 
 /// The webhooks with unfinished deliveries, each with its earliest
-/// `due_at` (`ready.first_due`), as long as it is active and unpaused:
+/// `due_at` (`ready.first_due`), as long as it is active and unpaused and
+/// its database is served here (placement `owned` or `moving`):
 /// a skip scan over `deliveries_webhook_due`, a few index probes per
 /// webhook whatever its backlog.
 const READY_WEBHOOKS: &str = "
@@ -209,6 +210,7 @@ const READY_WEBHOOKS: &str = "
         SELECT w.id, first.due_at AS first_due
         FROM pending p
         JOIN webhooks w ON w.id = p.webhook_id
+        JOIN placements pl ON pl.database_id = w.database_id AND pl.state IN ('owned', 'moving')
         CROSS JOIN LATERAL (
             SELECT d.due_at FROM deliveries d
             WHERE d.webhook_id = w.id AND d.finished_at IS NULL
@@ -217,10 +219,21 @@ const READY_WEBHOOKS: &str = "
         WHERE w.is_active AND w.paused_at IS NULL
     )";
 
-/// Claims due rows of active, unpaused webhooks, the webhooks whose
-/// earliest row is the most overdue first, at most `limits.rows`, keeping
-/// every webhook within `limits.per_webhook` attempts in flight (webhooks
-/// already at it are skipped, so their backlog never holds up the others).
+/// A condition on a `deliveries` row `d` that takes the write fence
+/// ([`super::placements::fence`]) for it inside the statement: its
+/// database is served here, and its placement stays `FOR KEY SHARE` locked
+/// until the statement's transaction ends, so the control plane's fence
+/// waits for the write and a write after the fence skips the row.
+const SERVED_FOR_KEY_SHARE: &str = "EXISTS (
+        SELECT 1 FROM placements pl
+        WHERE pl.database_id = d.database_id AND pl.state IN ('owned', 'moving')
+        FOR KEY SHARE)";
+
+/// Claims due rows of active, unpaused webhooks of the databases served
+/// here, the webhooks whose earliest row is the most overdue first, at
+/// most `limits.rows`, keeping every webhook within `limits.per_webhook`
+/// attempts in flight (webhooks already at it are skipped, so their
+/// backlog never holds up the others).
 /// Rows another claim holds are skipped.
 pub async fn claim(
     c: &impl GenericClient,
@@ -252,7 +265,7 @@ pub async fn claim(
              UPDATE deliveries d
              SET due_at = now() + $5::int8 * interval '1 millisecond', attempts = d.attempts + 1
              FROM chosen, webhooks w
-             WHERE d.id = chosen.id AND w.id = d.webhook_id
+             WHERE d.id = chosen.id AND w.id = d.webhook_id AND {SERVED_FOR_KEY_SHARE}
              RETURNING d.id, d.webhook_id, d.database_id, d.attempts, d.body, w.url, w.secret"
         ))
         .await?;
@@ -327,12 +340,13 @@ pub struct Attempted {
 }
 
 /// Records finished attempts on their deliveries (an attempt whose row was
-/// claimed again meanwhile, after its lease ran out, is ignored), then on
-/// their webhooks: last status and attempt time, the streak of exhausted
-/// deliveries (a success resets it), and the auto-pause at
-/// [`AUTO_PAUSE_AFTER`]. Returns the databases of webhooks paused now: the
-/// caller bumps their `schema_version` in the same transaction, so writes
-/// stop enqueueing for them.
+/// claimed again meanwhile, after its lease ran out, is ignored, and so is
+/// one whose database is no longer served here: fenced for a move's
+/// cutover, or moved away), then on their webhooks: last status and
+/// attempt time, the streak of exhausted deliveries (a success resets it),
+/// and the auto-pause at [`AUTO_PAUSE_AFTER`]. Returns the databases of
+/// webhooks paused now: the caller bumps their `schema_version` in the
+/// same transaction, so writes stop enqueueing for them.
 pub async fn record_attempts(
     c: &impl GenericClient,
     done: &[Attempted],
@@ -362,8 +376,13 @@ pub async fn record_attempts(
         bodies.push(a.response_body.as_str());
         errors.push(a.error.as_deref());
     }
+    // Attempts claimed before a move still record their results while the
+    // database is `moving` (the move replicates them). Once it is fenced
+    // they are dropped: the row stays leased as the target received it and
+    // is claimed and sent again there when the lease ends, so delivery is
+    // at least once, never lost.
     let statement = c
-        .prepare_cached(
+        .prepare_cached(&format!(
             "UPDATE deliveries d SET
                  state = r.state,
                  finished_at = CASE WHEN r.state = 'pending' THEN NULL ELSE now() END,
@@ -379,8 +398,9 @@ pub async fn record_attempts(
                          $6::int4[], $7::int4[], $8::text[], $9::text[])
                   AS r(id, attempt, state, retry_ms, started_at, status, duration_ms, body, error)
              WHERE d.id = r.id AND d.attempts = r.attempt AND d.finished_at IS NULL
-             RETURNING d.id",
-        )
+               AND {SERVED_FOR_KEY_SHARE}
+             RETURNING d.id"
+        ))
         .await?;
     let recorded: std::collections::HashSet<String> = c
         .query(
@@ -493,8 +513,9 @@ fn streaks<'a>(done: impl Iterator<Item = &'a Attempted>) -> Vec<Streak> {
 }
 
 /// Deletes finished deliveries created before `cutoff`, keeping each
-/// webhook's `keep` most recent whatever their age. One statement per
-/// webhook with something to prune. Returns how many rows went.
+/// webhook's `keep` most recent whatever their age, in the databases
+/// served here. One statement per webhook with something to prune.
+/// Returns how many rows went.
 pub async fn prune(
     c: &impl GenericClient,
     cutoff: DateTime<Utc>,
@@ -502,8 +523,10 @@ pub async fn prune(
 ) -> Result<u64, tokio_postgres::Error> {
     let webhooks = c
         .query(
-            "SELECT DISTINCT webhook_id FROM deliveries
-             WHERE finished_at IS NOT NULL AND created_at < $1",
+            "SELECT DISTINCT d.webhook_id FROM deliveries d
+             JOIN placements pl ON pl.database_id = d.database_id
+             WHERE d.finished_at IS NOT NULL AND d.created_at < $1
+               AND pl.state IN ('owned', 'moving')",
             &[&cutoff],
         )
         .await?;
@@ -512,10 +535,14 @@ pub async fn prune(
         let webhook_id: String = row.try_get(0)?;
         removed += c
             .execute(
-                "DELETE FROM deliveries
-                 WHERE webhook_id = $1 AND finished_at IS NOT NULL AND created_at < $2
-                   AND id NOT IN (SELECT id FROM deliveries WHERE webhook_id = $1
-                                  ORDER BY created_at DESC, id DESC LIMIT $3)",
+                &format!(
+                    "DELETE FROM deliveries d
+                     WHERE d.webhook_id = $1 AND d.finished_at IS NOT NULL
+                       AND d.created_at < $2
+                       AND d.id NOT IN (SELECT id FROM deliveries WHERE webhook_id = $1
+                                        ORDER BY created_at DESC, id DESC LIMIT $3)
+                       AND {SERVED_FOR_KEY_SHARE}"
+                ),
                 &[&webhook_id, &cutoff, &keep],
             )
             .await?;

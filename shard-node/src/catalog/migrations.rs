@@ -27,7 +27,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0005_attachments",
         include_str!("../../migrations/0005_attachments.sql"),
     ),
-    ("0006_moves", include_str!("../../migrations/0006_moves.sql")),
+    (
+        "0006_moves",
+        include_str!("../../migrations/0006_moves.sql"),
+    ),
 ];
 
 /// Advisory lock key of the migration run ("shardmig" in ASCII).

@@ -8,6 +8,7 @@ pub mod deliveries;
 pub mod fields;
 pub mod migrations;
 pub mod outbox;
+pub mod placements;
 pub mod tables;
 pub mod views;
 pub mod webhooks;

@@ -248,7 +248,7 @@ pub struct ClockWebhook {
 }
 
 /// The switched-on, unpaused `record_matches` webhooks of every database
-/// held here whose match set may move with the clock (conditions naming a
+/// served here (placement `owned` or `moving`) whose match set may move with the clock (conditions naming a
 /// relative date) or that have not recorded their first pass yet. The
 /// relative-date test is a coarse text match here; the pass decides with
 /// the parsed conditions ([`Rule::names_relative_date`]).
@@ -257,10 +257,12 @@ pub async fn clock_webhooks(
 ) -> Result<Vec<ClockWebhook>, tokio_postgres::Error> {
     let rows = c
         .query(
-            "SELECT id, database_id FROM webhooks
-             WHERE trigger_type = 'record_matches' AND is_active AND paused_at IS NULL
-               AND (NOT matches_recorded OR strpos(conditions::text, '\"relative\"') > 0)
-             ORDER BY database_id, id",
+            "SELECT w.id, w.database_id FROM webhooks w
+             JOIN placements pl ON pl.database_id = w.database_id
+             WHERE w.trigger_type = 'record_matches' AND w.is_active AND w.paused_at IS NULL
+               AND (NOT w.matches_recorded OR strpos(w.conditions::text, '\"relative\"') > 0)
+               AND pl.state IN ('owned', 'moving')
+             ORDER BY w.database_id, w.id",
             &[],
         )
         .await?;

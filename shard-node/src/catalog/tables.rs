@@ -136,3 +136,22 @@ pub async fn set_display_field(
     .await?;
     Ok(())
 }
+
+/// `(database_id, table_id)` of every table of the databases served here
+/// (placement `owned` or `moving`), for background passes over records.
+pub async fn served(
+    c: &impl GenericClient,
+) -> Result<Vec<(String, String)>, tokio_postgres::Error> {
+    let rows = c
+        .query(
+            "SELECT t.database_id, t.id FROM tables t
+             JOIN placements pl ON pl.database_id = t.database_id
+             WHERE pl.state IN ('owned', 'moving')
+             ORDER BY t.database_id, t.id",
+            &[],
+        )
+        .await?;
+    rows.iter()
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+        .collect()
+}

@@ -1,5 +1,6 @@
-//! `POST /api/databases`: the catalog row and the tenant schema, in one
-//! transaction, from the control plane's allocation.
+//! `POST /api/databases`: the catalog row, its placement (`owned` at the
+//! allocation's epoch) and the tenant schema, in one transaction, from the
+//! control plane's allocation.
 
 use axum::extract::State;
 use axum::Json;
@@ -8,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::auth::Creator;
 use crate::catalog::databases::{self, Database, NewDatabase};
+use crate::catalog::placements;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{required_name, JsonObject};
 use crate::state::{AppState, Db, DbOp};
@@ -47,6 +49,7 @@ pub async fn create(db: &Db, creator: &Creator, name: &str) -> ApiResult<Databas
                 "A database with this id already exists.".into(),
             ));
         };
+        placements::insert_owned(&tx, &database.id, allocation.epoch).await?;
         tenant_schema::create_schema(&tx, &database.id).await?;
         tx.commit().await?;
         Ok(database)

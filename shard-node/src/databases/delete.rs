@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::auth::{DeleteDatabase, Owner};
 use crate::catalog::databases;
+use crate::catalog::placements::{self, Need};
 use crate::error::{ApiError, ApiResult};
 use crate::state::{AppState, Db, DbOp};
 use crate::tenant_schema;
@@ -26,11 +27,17 @@ pub async fn handler(
 }
 
 /// Drops the tenant schema (every table in it) and the catalog row (tables,
-/// fields and views cascade) in one transaction. `false` if not held here.
+/// fields, views and the placement cascade) in one transaction behind the
+/// structural fence (409 while the database is being moved). `false` if
+/// not held here (no placement, or fenced).
 pub async fn purge(db: &Db, database_id: &str) -> ApiResult<bool> {
     db.measured(DbOp::DeleteDatabase, async {
         let mut client = db.client_for(database_id).await?;
         let tx = client.transaction().await?;
+        match placements::fence(&tx, database_id, Need::Structure).await {
+            Err(ApiError::Misplaced) => return Ok(false),
+            fenced => fenced?,
+        }
         if databases::lock(&tx, database_id).await?.is_none() {
             return Ok(false);
         }

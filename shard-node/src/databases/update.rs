@@ -2,7 +2,8 @@
 //!
 //! Everything is validated before anything is written (a 400 changes
 //! nothing); then the name and the colour are written as two separate
-//! statements, name first, each bumping `updated_at`/`updated_by` (part B).
+//! statements, name first, each bumping `updated_at`/`updated_by` (part B),
+//! in one transaction behind the write fence.
 
 use axum::extract::{Path, State};
 use axum::Json;
@@ -69,27 +70,26 @@ impl DatabasePatch {
     }
 }
 
+/// Writes the patch in one fenced transaction ([`Db::in_transaction`]):
+/// the name, then the colour, each its own statement.
 pub async fn apply(
     db: &Db,
     database_id: &str,
     user_id: &str,
     patch: &DatabasePatch,
 ) -> ApiResult<Database> {
-    let client = db.client_for(database_id).await?;
-    if let Some(name) = &patch.name {
-        db.measured(DbOp::RenameDatabase, async {
-            Ok(databases::set_name(&*client, database_id, name, user_id).await?)
-        })
-        .await?;
-    }
-    if let Some(color) = patch.color {
-        db.measured(DbOp::RecolorDatabase, async {
-            Ok(databases::set_color(&*client, database_id, color, user_id).await?)
-        })
-        .await?;
-    }
-    db.measured(DbOp::GetDatabase, async {
-        databases::get(&*client, database_id)
+    let op = match patch.name {
+        Some(_) => DbOp::RenameDatabase,
+        None => DbOp::RecolorDatabase,
+    };
+    db.in_transaction(database_id, op, async |tx| {
+        if let Some(name) = &patch.name {
+            databases::set_name(tx, database_id, name, user_id).await?;
+        }
+        if let Some(color) = patch.color {
+            databases::set_color(tx, database_id, color, user_id).await?;
+        }
+        databases::get(tx, database_id)
             .await?
             .ok_or(ApiError::NotFound)
     })

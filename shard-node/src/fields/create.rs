@@ -9,6 +9,7 @@ use cluster_protocol::ids::{self, Kind};
 use serde_json::{Map, Value};
 
 use crate::auth::Editor;
+use crate::catalog::placements::{self, Need};
 use crate::catalog::{self, tables};
 use crate::config::MAX_FIELDS_PER_TABLE;
 use crate::error::{ApiError, ApiResult};
@@ -78,6 +79,7 @@ pub async fn create(
 ) -> ApiResult<Value> {
     let mut client = state.db.client_for(database_id).await?;
     let tx = client.transaction().await?;
+    placements::fence(&tx, database_id, Need::Structure).await?;
     let tag = structural::begin(&tx, database_id).await?;
     let schema = state.schemas.get_locked(&tx, database_id).await?;
     let table = schema.table(table_id).ok_or(ApiError::NotFound)?;

@@ -23,6 +23,7 @@ use deadpool_postgres::Transaction;
 use serde_json::{json, Value};
 
 use crate::auth::Editor;
+use crate::catalog::placements::{self, Need};
 use crate::catalog::{self, tables};
 use crate::error::{ApiError, ApiResult};
 use crate::fields::formulas;
@@ -53,6 +54,7 @@ pub async fn delete(
 ) -> ApiResult<()> {
     let mut client = state.db.client_for(database_id).await?;
     let tx = client.transaction().await?;
+    placements::fence(&tx, database_id, Need::Structure).await?;
     structural::begin(&tx, database_id).await?;
     let schema = state.schemas.get_locked(&tx, database_id).await?;
     if schema.field(field_id).is_none() {

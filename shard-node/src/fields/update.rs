@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::auth::Editor;
 use crate::catalog;
+use crate::catalog::placements::{self, Need};
 use crate::error::{ApiError, ApiResult};
 use crate::fields::options::{self, formula, link, lookup_rollup, scalar, select};
 use crate::fields::{field_reply, filter_env, formulas, name_taken, settle_button, string_member};
@@ -101,6 +102,7 @@ pub async fn update(
 ) -> ApiResult<Value> {
     let mut client = state.db.client_for(database_id).await?;
     let tx = client.transaction().await?;
+    placements::fence(&tx, database_id, Need::Structure).await?;
     structural::begin(&tx, database_id).await?;
     let schema = state.schemas.get_locked(&tx, database_id).await?;
     let field = schema.field(field_id).ok_or(ApiError::NotFound)?.clone();

@@ -23,6 +23,7 @@ use cluster_protocol::ids::{self, Kind};
 use serde_json::{json, Value};
 
 use crate::auth::Access;
+use crate::catalog::placements::{self, Need};
 use crate::error::{ApiError, ApiResult};
 use crate::fields;
 use crate::import::columns::{self, Column, Source};
@@ -250,6 +251,7 @@ async fn write_rows(
             .db
             .measured(DbOp::ImportRecords, async {
                 let tx = client.transaction().await?;
+                placements::fence(&tx, database_id, Need::Write).await?;
                 let ctx =
                     write::Ctx::load(&tx, &state.schemas, &state.links, database_id, table_id)
                         .await?;

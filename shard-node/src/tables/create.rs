@@ -8,6 +8,7 @@ use cluster_protocol::ids::{self, Kind};
 use serde_json::{json, Value};
 
 use crate::auth::Editor;
+use crate::catalog::placements::{self, Need};
 use crate::catalog::tables;
 use crate::catalog::tables::Table;
 use crate::config::MAX_TABLES_PER_DATABASE;
@@ -33,6 +34,7 @@ pub async fn create(db: &Db, database_id: &str, user_id: &str, name: &str) -> Ap
     db.measured(DbOp::CreateTable, async {
         let mut client = db.client_for(database_id).await?;
         let tx = client.transaction().await?;
+        placements::fence(&tx, database_id, Need::Structure).await?;
         let tag = structural::begin(&tx, database_id).await?;
         let (count, max_position) = tables::count_and_max_position(&tx, database_id).await?;
         if count >= MAX_TABLES_PER_DATABASE {

@@ -12,6 +12,7 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use crate::auth::{DeleteTable, Owner};
+use crate::catalog::placements::{self, Need};
 use crate::catalog::tables;
 use crate::error::{ApiError, ApiResult};
 use crate::fields::delete::{cascade, drop_fields};
@@ -39,6 +40,7 @@ pub async fn delete(
         .measured(DbOp::DeleteTable, async {
             let mut client = state.db.client_for(database_id).await?;
             let tx = client.transaction().await?;
+            placements::fence(&tx, database_id, Need::Structure).await?;
             structural::begin(&tx, database_id).await?;
             let schema = state.schemas.get_locked(&tx, database_id).await?;
             let table = schema.table(table_id).ok_or(ApiError::NotFound)?;

@@ -7,6 +7,7 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use crate::auth::Editor;
+use crate::catalog::placements::{self, Need};
 use crate::catalog::tables;
 use crate::catalog::tables::Table;
 use crate::error::{ApiError, ApiResult};
@@ -36,6 +37,7 @@ pub async fn rename(
     db.measured(DbOp::RenameTable, async {
         let mut client = db.client_for(database_id).await?;
         let tx = client.transaction().await?;
+        placements::fence(&tx, database_id, Need::Structure).await?;
         structural::begin(&tx, database_id).await?;
         let table = tables::rename(&tx, database_id, table_id, name)
             .await?

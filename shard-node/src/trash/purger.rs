@@ -1,16 +1,18 @@
 //! The background purger: every `interval`, removes records trashed more
-//! than `retention` ago from every table of every database held here
-//! (part A: restorable for seven days). Each table is its own statement,
-//! so one busy table never holds locks on the others; the purged records'
-//! attachments are deleted in the same transaction.
+//! than `retention` ago from every table of every database served here
+//! (placement `owned` or `moving`; part A: restorable for seven days).
+//! Each table is its own statement, so one busy table never holds locks
+//! on the others; the purged records' attachments are deleted in the same
+//! transaction.
 
 use std::time::Duration;
 
 use chrono::Utc;
 
-use crate::catalog::attachments;
+use crate::catalog::placements::{self, Need};
+use crate::catalog::{attachments, tables};
 use crate::config::TrashSettings;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::records::store;
 use crate::state::{Db, DbOp};
 use crate::tenant_schema;
@@ -22,23 +24,22 @@ pub async fn purge_expired(db: &Db, retention: Duration) -> ApiResult<u64> {
         let mut client = db.maintenance_client().await?;
         let cutoff =
             Utc::now() - chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::days(7));
-        let tables = client
-            .query(
-                "SELECT database_id, id FROM tables ORDER BY database_id, id",
-                &[],
-            )
-            .await?;
+        let tables = tables::served(&client).await?;
         let mut removed = 0;
-        for row in &tables {
-            let database_id: String = row.try_get(0)?;
-            let table_id: String = row.try_get(1)?;
-            let qualified = tenant_schema::table(&database_id, &table_id)?;
-            // The records and their attachments in one transaction.
+        for (database_id, table_id) in &tables {
+            let qualified = tenant_schema::table(database_id, table_id)?;
+            // The records and their attachments in one transaction, behind
+            // the write fence: a database moved away since the listing is
+            // skipped (the transaction rolls back on drop).
             let tx = client.transaction().await?;
+            match placements::fence(&tx, database_id, Need::Write).await {
+                Err(ApiError::Misplaced) => continue,
+                fenced => fenced?,
+            }
             match store::purge_expired(&tx, &qualified, cutoff).await {
                 Ok(ids) => {
                     let purged: Vec<&str> = ids.iter().map(String::as_str).collect();
-                    attachments::delete_for_records(&tx, &table_id, &purged).await?;
+                    attachments::delete_for_records(&tx, table_id, &purged).await?;
                     tx.commit().await?;
                     removed += ids.len() as u64;
                 }

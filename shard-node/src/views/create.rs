@@ -31,7 +31,7 @@ pub async fn create(
     name: &str,
     config: &Value,
 ) -> ApiResult<View> {
-    db.in_transaction(database_id, DbOp::CreateView, async |tx| {
+    db.in_structural_transaction(database_id, DbOp::CreateView, async |tx| {
         if !views::lock_table(tx, database_id, table_id).await? {
             return Err(ApiError::NotFound);
         }

@@ -19,7 +19,7 @@ pub async fn handler(
 }
 
 pub async fn delete(db: &Db, database_id: &str, id: &str) -> ApiResult<()> {
-    db.in_transaction(database_id, DbOp::DeleteView, async |tx| {
+    db.in_structural_transaction(database_id, DbOp::DeleteView, async |tx| {
         let view = views::get(tx, database_id, id)
             .await?
             .ok_or(ApiError::NotFound)?;

@@ -14,6 +14,7 @@
 
 use serde_json::Value;
 
+use crate::catalog::placements;
 use crate::schema::{Costume, Family};
 use crate::state::Db;
 
@@ -44,17 +45,24 @@ fn first_sort_column(
 }
 
 /// Builds the index for `config`'s first sort (concurrently, after the view
-/// is saved). A failure is logged and the view stands: the index only
-/// makes reads faster. The build runs as a task of its own on a
-/// maintenance session (its own, longer time limit; no request session
-/// held): the request waits for it, but a request abandoned meanwhile does
-/// not cancel it half-built.
+/// is saved), only while the database's placement is `owned` (a view saved
+/// just before a move began gets none). A failure is logged and the view
+/// stands: the index only makes reads faster. The build runs as a task of
+/// its own on a maintenance session (its own, longer time limit; no
+/// request session held): the request waits for it, but a request
+/// abandoned meanwhile does not cancel it half-built.
 pub async fn ensure(db: &Db, database_id: &str, table_id: &str, config: &Value) {
     let (db, database_id, table_id) = (db.clone(), database_id.to_owned(), table_id.to_owned());
     let config = config.clone();
     let build = tokio::spawn(async move {
         let result = async {
             let client = db.maintenance_client().await?;
+            // An index built during a move may miss the target's copy
+            // (secondary indexes are read from the source once), so build
+            // only for a database served here and not moving.
+            if placements::state(&client, &database_id).await? != Some(placements::State::Owned) {
+                return Ok(());
+            }
             let schema = crate::schema::cache::load(&client, &database_id).await?;
             if let Some((field_id, text)) = first_sort_column(&schema, &table_id, &config) {
                 crate::tenant_schema::create_sort_index(

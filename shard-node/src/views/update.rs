@@ -42,9 +42,8 @@ pub async fn update(
     name: Option<&str>,
     config: Option<&Value>,
 ) -> ApiResult<View> {
-    db.measured(DbOp::UpdateView, async {
-        let client = db.client_for(database_id).await?;
-        views::update(&*client, database_id, id, name, config)
+    db.in_structural_transaction(database_id, DbOp::UpdateView, async |tx| {
+        views::update(tx, database_id, id, name, config)
             .await?
             .ok_or(ApiError::NotFound)
     })

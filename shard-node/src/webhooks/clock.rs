@@ -29,7 +29,8 @@ use super::payload::{self, Event, Source};
 use super::rules::{PayloadKey, Rule, Trigger};
 use crate::catalog::databases;
 use crate::catalog::outbox::{self, ClockWebhook, Enqueue, Match, NewDelivery};
-use crate::error::ApiResult;
+use crate::catalog::placements::{self, Need};
+use crate::error::{ApiError, ApiResult};
 use crate::json::format_ts;
 use crate::records::cells::read;
 use crate::records::events::guarded;
@@ -72,14 +73,20 @@ pub async fn pass(state: &AppState) -> ApiResult<PassOutcome> {
         .await
 }
 
-/// One webhook's pass in its own transaction; `None` when it was skipped
-/// (locked elsewhere, gone, or nothing on it moves with the clock).
+/// One webhook's pass in its own transaction behind the write fence;
+/// `None` when it was skipped (its database no longer served here, locked
+/// elsewhere, gone, or nothing on it moves with the clock).
 async fn pass_one(
     state: &AppState,
     client: &mut deadpool_postgres::Object,
     w: &ClockWebhook,
 ) -> ApiResult<Option<usize>> {
     let tx = client.transaction().await?;
+    // The database moved (or is at its cutover) since the listing.
+    match placements::fence(&tx, &w.database_id, Need::Write).await {
+        Err(ApiError::Misplaced) => return Ok(None),
+        fenced => fenced?,
+    }
     if !outbox::lock_for_pass(&tx, &w.id).await? {
         return Ok(None);
     }

@@ -263,7 +263,10 @@ impl Deliverer {
     }
 
     /// Records finished attempts; kept for the next round if the database
-    /// fails (their rows stay leased meanwhile).
+    /// fails (their rows stay leased meanwhile). The write fence is in the
+    /// statement ([`deliveries::record_attempts`]): results of a database
+    /// fenced or moved away meanwhile are dropped, and its new shard sends
+    /// those deliveries again when their lease ends (at least once).
     async fn record(&mut self) -> ApiResult<()> {
         while !self.unrecorded.is_empty() {
             let n = self.unrecorded.len().min(RECORD_BATCH);

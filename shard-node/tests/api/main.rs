@@ -8,6 +8,7 @@ mod export;
 mod fields;
 mod helpers;
 mod outbox;
+mod placements;
 mod records;
 mod tables;
 mod time_limits;
