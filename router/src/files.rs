@@ -16,8 +16,8 @@ use hyper::body::Incoming;
 use crate::errors::{empty, ApiError, Body};
 use crate::forward::{shard_failure, X_FORWARDED_FOR};
 use crate::state::AppState;
-use crate::{hold, misplaced};
 use crate::trace::{self, RequestSpan};
+use crate::{hold, misplaced};
 
 /// Redis key prefix of the per-address file shield.
 const SHIELD_PREFIX: &str = "router:rl:files:";
@@ -86,7 +86,10 @@ async fn forward(
         trace::propagate(span, &parts.headers, &mut headers);
         async move {
             let shard_url = p.shard.url.as_str();
-            (state.forwarder.send(shard_url, method, uri, headers, empty()).await)
+            (state
+                .forwarder
+                .send(shard_url, method, uri, headers, empty())
+                .await)
                 .map_err(|e| shard_failure(span, shard_url, e))
         }
     };

@@ -72,7 +72,12 @@ where
         }
         p = hold::released(state, tag, fresh, span).await?;
     }
-    span.log(|| tracing::error!(tag, "shard still says misplaced after {MAX_ATTEMPTS} attempts"));
+    span.log(|| {
+        tracing::error!(
+            tag,
+            "shard still says misplaced after {MAX_ATTEMPTS} attempts"
+        )
+    });
     Err(ApiError::dependency_down())
 }
 
@@ -92,7 +97,9 @@ mod tests {
 
     #[test]
     fn pauses_double_from_10_ms() {
-        let pauses: Vec<u64> = (1..MAX_ATTEMPTS).map(|a| pause(a).as_millis() as u64).collect();
+        let pauses: Vec<u64> = (1..MAX_ATTEMPTS)
+            .map(|a| pause(a).as_millis() as u64)
+            .collect();
         assert_eq!(pauses, [10, 20, 40, 80]);
     }
 }

@@ -16,10 +16,10 @@ use crate::auth::Caller;
 use crate::errors::{full, ApiError, Body};
 use crate::forward::{client_response, prepare_body, request_headers, shard_failure};
 use crate::principal_sign::Request;
-use crate::{hold, link_target, misplaced};
 use crate::state::AppState;
 use crate::streamed::{self, Destination, StreamedRoute};
 use crate::trace::{self, RequestSpan};
+use crate::{hold, link_target, misplaced};
 
 pub async fn forward(
     state: &AppState,
@@ -93,7 +93,10 @@ pub async fn forward(
         let body = full(body.clone());
         async move {
             let shard_url = p.shard.url.as_str();
-            (state.forwarder.send(shard_url, method, uri, headers, body).await)
+            (state
+                .forwarder
+                .send(shard_url, method, uri, headers, body)
+                .await)
                 .map_err(|e| shard_failure(span, shard_url, e))
         }
     };

@@ -145,7 +145,8 @@ pub async fn refresh_and_acknowledge(
     registry: Arc<Registry>,
     database_id: String,
 ) {
-    let Some(tag) = cluster_protocol::ids::tag_of(cluster_protocol::ids::Kind::Database, &database_id)
+    let Some(tag) =
+        cluster_protocol::ids::tag_of(cluster_protocol::ids::Kind::Database, &database_id)
     else {
         return;
     };
@@ -172,7 +173,10 @@ mod tests {
 
     #[test]
     fn ids_are_random_id_bodies() {
-        let (a, b) = (Registry::new("redis://127.0.0.1:1"), Registry::new("redis://127.0.0.1:1"));
+        let (a, b) = (
+            Registry::new("redis://127.0.0.1:1"),
+            Registry::new("redis://127.0.0.1:1"),
+        );
         assert_eq!(a.id().len(), ID_BODY_LEN);
         assert!(a.id().bytes().all(|c| c.is_ascii_alphanumeric()));
         assert_ne!(a.id(), b.id());

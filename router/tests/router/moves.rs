@@ -47,7 +47,10 @@ async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
 
 /// A member with an editor key on a database whose placements the control
 /// plane hands out in turn; returns (db, tag, token).
-fn member_of(e: &Env, placements: impl FnOnce(&str, &str) -> Vec<Placement>) -> (String, String, String) {
+fn member_of(
+    e: &Env,
+    placements: impl FnOnce(&str, &str) -> Vec<Placement>,
+) -> (String, String, String) {
     let tag = random_token(5);
     let db = new_tagged(Kind::Database, &tag);
     e.cp.placements
@@ -59,7 +62,11 @@ fn member_of(e: &Env, placements: impl FnOnce(&str, &str) -> Vec<Placement>) -> 
     (db, tag, token)
 }
 
-fn post_records(e: &Env, tag: &str, token: &str) -> impl std::future::Future<Output = reqwest::Response> {
+fn post_records(
+    e: &Env,
+    tag: &str,
+    token: &str,
+) -> impl std::future::Future<Output = reqwest::Response> {
     let req = e
         .http
         .post(format!(
@@ -78,7 +85,10 @@ fn post_records(e: &Env, tag: &str, token: &str) -> impl std::future::Future<Out
 async fn a_held_request_waits_for_the_flip_and_goes_to_the_new_shard() {
     let e = env(100, 1000).await;
     let (old, new) = (Arc::new(Shard::default()), Arc::new(Shard::default()));
-    let (old_url, new_url) = (spawn_shard(old.clone()).await, spawn_shard(new.clone()).await);
+    let (old_url, new_url) = (
+        spawn_shard(old.clone()).await,
+        spawn_shard(new.clone()).await,
+    );
     // Held for a minute: only the invalidation can release it.
     let (db, tag, token) = member_of(&e, |db, tag| {
         vec![placement(db, tag, &old_url, 1, Some(60_000))]
@@ -131,7 +141,10 @@ async fn a_hold_that_runs_out_lets_the_request_through() {
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["principal"]["epoch"], 1);
     assert_eq!(shard.hits.load(Ordering::SeqCst), 1);
-    assert!(e.cp.placement_calls.load(Ordering::SeqCst) >= 2, "read again");
+    assert!(
+        e.cp.placement_calls.load(Ordering::SeqCst) >= 2,
+        "read again"
+    );
 }
 
 #[tokio::test]
@@ -146,7 +159,10 @@ async fn misplaced_twice_then_served_is_a_200() {
     let r = post_records(&e, &tag, &token).await;
     assert_eq!(r.status(), 200);
     let v: Value = r.json().await.unwrap();
-    assert!(v["body"].as_str().unwrap().contains("held"), "the same body each time");
+    assert!(
+        v["body"].as_str().unwrap().contains("held"),
+        "the same body each time"
+    );
     assert_eq!(shard.hits.load(Ordering::SeqCst), 3);
 }
 
