@@ -86,10 +86,10 @@ async fn forward(
         trace::propagate(span, &parts.headers, &mut headers);
         async move {
             let shard_url = p.shard.url.as_str();
-            (state
+            state
                 .forwarder
                 .send(shard_url, method, uri, headers, empty())
-                .await)
+                .await
                 .map_err(|e| shard_failure(span, shard_url, e))
         }
     };

@@ -93,10 +93,10 @@ pub async fn forward(
         let body = full(body.clone());
         async move {
             let shard_url = p.shard.url.as_str();
-            (state
+            state
                 .forwarder
                 .send(shard_url, method, uri, headers, body)
-                .await)
+                .await
                 .map_err(|e| shard_failure(span, shard_url, e))
         }
     };
