@@ -235,3 +235,44 @@ async fn a_placement_invalidation_is_acknowledged_by_a_live_router() {
     assert!(score > 0.0);
     assert_eq!(post_records(&e, &tag, &token).await.status(), 200);
 }
+
+#[tokio::test]
+async fn a_held_import_waits_before_its_body_is_sent() {
+    let e = env(100, 1000).await;
+    let (old, new) = (Arc::new(Shard::default()), Arc::new(Shard::default()));
+    let (old_url, new_url) = (
+        spawn_shard(old.clone()).await,
+        spawn_shard(new.clone()).await,
+    );
+    let (db, tag, token) = member_of(&e, |db, tag| {
+        vec![placement(db, tag, &old_url, 1, Some(60_000))]
+    });
+    let import = e
+        .http
+        .post(format!("{}/api/databases/{db}/import", e.router))
+        .header("authorization", format!("Bearer {token}"))
+        .header("x-forwarded-for", &e.address)
+        .body("file")
+        .send();
+    let request = tokio::spawn(import);
+    eventually("the router reads the held placement", || {
+        (e.cp.placement_calls.load(Ordering::SeqCst) > 0).then_some(())
+    })
+    .await;
+    e.cp.placements
+        .lock()
+        .unwrap()
+        .insert(tag.clone(), vec![placement(&db, &tag, &new_url, 2, None)]);
+    publish_placement_change(&db);
+    let r = tokio::time::timeout(PATIENCE, request)
+        .await
+        .expect("released")
+        .unwrap()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["principal"]["epoch"], 2);
+    assert_eq!(v["body"], "file");
+    assert_eq!(old.hits.load(Ordering::SeqCst), 0);
+    assert_eq!(new.hits.load(Ordering::SeqCst), 1);
+}
