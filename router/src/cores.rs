@@ -132,15 +132,21 @@ fn serve_core(
     runtime.block_on(async move {
         let listener = TcpListener::from_std(listener).context("register the listener")?;
         let state = Arc::new(state);
-        // One subscription per process: invalidations apply to shared caches.
+        // One subscription and one heartbeat per process: invalidations
+        // apply to shared caches, the router id is the process's.
         let subscriber = (core == 0).then(|| tokio::spawn(invalidate::run(state.clone())));
+        let heartbeat = (core == 0).then(|| tokio::spawn(state.registry.clone().heartbeat()));
         let ticker = tokio::spawn(keep_timer_wake_near());
         let stopped = async move {
             let _ = stop.wait_for(|stop| *stop).await;
         };
-        server::serve(listener, state, stopped).await;
+        server::serve(listener, state.clone(), stopped).await;
         if let Some(s) = subscriber {
             s.abort();
+        }
+        if let Some(h) = heartbeat {
+            h.abort();
+            state.registry.leave().await;
         }
         ticker.abort();
         drained.send_modify(|n| *n += 1);

@@ -1,11 +1,12 @@
 //! `GET /api/databases` (fan-out to the shards holding the caller's
-//! databases, merged by position then created_at) and `POST /api/databases`
+//! databases, after any move's hold, merged by position then created_at) and `POST /api/databases`
 //! (allocate, forward to the allocated shard, confirm or release).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use bytes::Bytes;
-use cluster_protocol::control::{client::ClientError, Access};
+use cluster_protocol::control::{client::ClientError, Access, Placement};
 use cluster_protocol::error::forbidden;
 use http::{header, HeaderMap, HeaderValue, Method, Response, StatusCode, Uri};
 use http_body_util::BodyExt;
@@ -15,6 +16,7 @@ use serde_json::Value;
 use crate::auth::Caller;
 use crate::errors::{full, json, ApiError, Body};
 use crate::forward::{client_response, read_limited, request_headers, shard_failure};
+use crate::hold;
 use crate::principal_sign::Request;
 use crate::state::AppState;
 use crate::trace::{self, RequestSpan};
@@ -66,6 +68,7 @@ pub async fn list(
             .many(&pending)
             .await
             .map_err(|e| down(span, "placement lookup failed", e))?;
+        let placements = released(state, placements, span).await?;
         let mut by_shard: HashMap<&str, Vec<String>> = HashMap::new();
         for p in &placements {
             by_shard
@@ -107,6 +110,31 @@ pub async fn list(
         StatusCode::OK,
         serde_json::json!({ "databases": found }).to_string(),
     ))
+}
+
+/// `placements` once no move holds them (`hold`; a database gone meanwhile
+/// is left out).
+async fn released(
+    state: &AppState,
+    placements: Vec<Arc<Placement>>,
+    span: &RequestSpan,
+) -> Result<Vec<Arc<Placement>>, ApiError> {
+    if placements.iter().all(|p| p.hold_until.is_none()) {
+        return Ok(placements);
+    }
+    let waits = placements.into_iter().map(|p| async move {
+        let tag = p.tag.clone();
+        hold::released(state, &tag, p, span).await
+    });
+    let mut out = Vec::new();
+    for released in futures::future::join_all(waits).await {
+        match released {
+            Ok(p) => out.push(p),
+            Err(ApiError::NotFound) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
 }
 
 async fn lookup(

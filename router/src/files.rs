@@ -2,11 +2,14 @@
 //! No API key: the HMAC in the query is the credential, and the shard
 //! checks it. The router charges the address's file shield (a budget of its
 //! own, `ROUTER_FILES_LIMIT_PER_MIN`: a grid shows many thumbnails at once),
-//! routes by the routing tag inside the attachment id, forwards only the
+//! routes by the routing tag inside the attachment id (waiting out a move's
+//! hold, retrying 421s: `misplaced`), forwards only the
 //! conditional and range headers, sends no principal, and streams the
 //! answer back keeping only the headers a file response needs.
 
-use cluster_protocol::MISPLACED_STATUS;
+use std::sync::Arc;
+
+use cluster_protocol::control::Placement;
 use http::{header, HeaderMap, HeaderName, Request, Response};
 use hyper::body::Incoming;
 
@@ -14,6 +17,7 @@ use crate::errors::{empty, ApiError, Body};
 use crate::forward::{shard_failure, X_FORWARDED_FOR};
 use crate::state::AppState;
 use crate::trace::{self, RequestSpan};
+use crate::{hold, misplaced};
 
 /// Redis key prefix of the per-address file shield.
 const SHIELD_PREFIX: &str = "router:rl:files:";
@@ -75,30 +79,22 @@ async fn forward(
     }
     let tag = tag.ok_or(ApiError::NotFound)?;
     let (parts, _unread) = req.into_parts();
-    for try_no in 0..2 {
-        let placement = state.placements.get(tag).await.map_err(|e| {
-            span.log(|| tracing::error!(error = %e, tag, "placement lookup failed"));
-            ApiError::dependency_down()
-        })?;
-        let placement = placement.ok_or(ApiError::NotFound)?;
+    let placement = hold::placement(state, tag, span).await?;
+    let (method, uri) = (&parts.method, &parts.uri);
+    let one_attempt = |p: Arc<Placement>| {
         let mut headers = request_headers(&parts.headers, address);
         trace::propagate(span, &parts.headers, &mut headers);
-        let shard_url = &placement.shard.url;
-        let resp = state
-            .forwarder
-            .send(shard_url, &parts.method, &parts.uri, headers, empty())
-            .await
-            .map_err(|e| shard_failure(span, shard_url, e))?;
-        if resp.status().as_u16() != MISPLACED_STATUS {
-            return Ok(client_response(resp));
+        async move {
+            let shard_url = p.shard.url.as_str();
+            state
+                .forwarder
+                .send(shard_url, method, uri, headers, empty())
+                .await
+                .map_err(|e| shard_failure(span, shard_url, e))
         }
-        state.placements.forget_tag(tag);
-        if try_no == 0 {
-            span.log(|| tracing::info!(shard = %shard_url, tag, "misplaced file: retrying"));
-        }
-    }
-    span.log(|| tracing::error!(tag, "shard still says misplaced after a refresh"));
-    Err(ApiError::dependency_down())
+    };
+    let resp = misplaced::send(state, tag, placement, span, one_attempt).await?;
+    Ok(client_response(resp))
 }
 
 /// What a shard receives of a file request: the range and conditional

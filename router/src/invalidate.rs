@@ -2,6 +2,8 @@
 //! placements as soon as the control plane says they changed. Reconnects
 //! forever; after a gap it clears placements (messages may have been missed;
 //! keys and users are also checked against Redis versions on every request).
+//! A dropped placement is read again at once, off the subscription's task,
+//! and its epoch acknowledged (`registry`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,13 +11,21 @@ use std::time::Duration;
 use cluster_protocol::control::redis_keys::{Invalidation, INVALIDATION_CHANNEL};
 use futures::StreamExt;
 
+use crate::registry;
 use crate::state::AppState;
 
 pub fn apply(state: &AppState, msg: &Invalidation) {
     match msg {
         Invalidation::Key(id) => state.keys.mark_stale(id),
         Invalidation::User(id) => state.access.forget(id),
-        Invalidation::Placement(id) => state.placements.forget_database(id),
+        Invalidation::Placement(id) => {
+            state.placements.forget_database(id);
+            tokio::spawn(registry::refresh_and_acknowledge(
+                state.placements.clone(),
+                state.registry.clone(),
+                id.clone(),
+            ));
+        }
     }
 }
 

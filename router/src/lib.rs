@@ -13,15 +13,18 @@ pub mod files;
 pub mod forward;
 pub mod handler;
 pub mod health;
+pub mod hold;
 pub mod invalidate;
 pub mod keys;
 pub mod limiter;
 pub mod limiter_lua;
 pub mod link_target;
+pub mod misplaced;
 pub mod placement;
 pub mod principal_sign;
 pub mod proxy;
 pub mod redis_conn;
+pub mod registry;
 pub mod resp;
 pub mod routes;
 pub mod server;
@@ -48,7 +51,10 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let state = Arc::new(state::AppState::new(config)?);
     let subscriber = tokio::spawn(invalidate::run(state.clone()));
-    server::serve(listener, state, shutdown).await;
+    let heartbeat = tokio::spawn(state.registry.clone().heartbeat());
+    server::serve(listener, state.clone(), shutdown).await;
     subscriber.abort();
+    heartbeat.abort();
+    state.registry.leave().await;
     Ok(())
 }

@@ -16,7 +16,8 @@
 //! Cost, on this refusal only: the tag's placement (from the cache, or one
 //! control-plane lookup, as for any tagged request; the caller's access is
 //! the one the request was authorized with) and at most one request to a
-//! shard. Every other response passes with one header lookup.
+//! shard (after a move's hold, if any: `hold`). Every other response
+//! passes with one header lookup.
 
 use bytes::Bytes;
 use cluster_protocol::control::UserAccess;
@@ -29,6 +30,7 @@ use hyper::body::Incoming;
 use crate::auth::Caller;
 use crate::errors::{empty, ApiError, Body};
 use crate::forward::client_response;
+use crate::hold;
 use crate::principal_sign::Request;
 use crate::state::AppState;
 use crate::trace::{self, RequestSpan};
@@ -78,12 +80,10 @@ async fn visible_table(
     let Some(tag) = tag_of(Kind::Table, table_id) else {
         return Ok(false);
     };
-    let placement = state.placements.get(tag).await.map_err(|e| {
-        span.log(|| tracing::error!(error = %e, tag, "placement lookup failed"));
-        ApiError::dependency_down()
-    })?;
-    let Some(placement) = placement else {
-        return Ok(false);
+    let placement = match hold::placement(state, tag, span).await {
+        Ok(p) => p,
+        Err(ApiError::NotFound) => return Ok(false),
+        Err(e) => return Err(e),
     };
     let db = placement.database_id.as_str();
     let role = access.role_in(db);
@@ -92,6 +92,7 @@ async fn visible_table(
         return Ok(false);
     }
 
+    let placement = hold::released(state, tag, placement.clone(), span).await?;
     let uri: Uri = format!("/api/tables/{table_id}")
         .parse()
         .map_err(|_| ApiError::NotFound)?;

@@ -1,5 +1,10 @@
 //! Placements by routing tag, cached in memory. The control plane is the
 //! source; invalidation messages and 421 answers drop entries.
+//!
+//! Every drop bumps a generation (a `watch` channel) that wakes the requests
+//! waiting out a move's hold (`hold`), and a placement read from the control
+//! plane is cached only when no drop happened while it was read (a read that
+//! started before an invalidation must not put back what it replaced).
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -10,6 +15,7 @@ use cluster_protocol::control::{
     DatabaseState, Placement,
 };
 use cluster_protocol::ids::{tag_of, Kind};
+use tokio::sync::watch;
 
 const NEGATIVE_TTL: Duration = Duration::from_secs(2);
 
@@ -17,6 +23,8 @@ pub struct PlacementStore {
     control: ControlPlaneClient,
     by_tag: RwLock<HashMap<String, Arc<Placement>>>,
     unknown: RwLock<HashMap<String, Instant>>,
+    /// Bumped by every drop.
+    dropped: watch::Sender<u64>,
 }
 
 impl PlacementStore {
@@ -25,7 +33,21 @@ impl PlacementStore {
             control,
             by_tag: RwLock::default(),
             unknown: RwLock::default(),
+            dropped: watch::Sender::new(0),
         }
+    }
+
+    /// A receiver that sees every later drop (`forget_*`, `clear`) as a change.
+    pub fn drops(&self) -> watch::Receiver<u64> {
+        self.dropped.subscribe()
+    }
+
+    fn generation(&self) -> u64 {
+        *self.dropped.borrow()
+    }
+
+    fn bump(&self) {
+        self.dropped.send_modify(|g| *g = g.wrapping_add(1));
     }
 
     pub fn cached(&self, tag: &str) -> Option<Arc<Placement>> {
@@ -51,10 +73,20 @@ impl PlacementStore {
                 return Ok(None);
             }
         }
+        self.fetch(tag).await
+    }
+
+    /// The active placement of `tag` read from the control plane (never the
+    /// cache), cached unless a drop happened meanwhile; `Ok(None)` for an
+    /// unknown tag or a database not active.
+    pub async fn fetch(&self, tag: &str) -> Result<Option<Arc<Placement>>, ClientError> {
+        let before = self.generation();
         match self.control.placement(tag).await {
             Ok(p) if p.state == DatabaseState::Active => {
                 let p = Arc::new(p);
-                self.insert(p.clone());
+                if self.generation() == before {
+                    self.insert(p.clone());
+                }
                 Ok(Some(p))
             }
             Ok(_) => Ok(None),
@@ -67,6 +99,26 @@ impl PlacementStore {
                 Ok(None)
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// Whether the cache still holds `p` itself for its tag.
+    pub fn still_cached(&self, p: &Arc<Placement>) -> bool {
+        self.cached(&p.tag).is_some_and(|c| Arc::ptr_eq(&c, p))
+    }
+
+    /// Drops `p` from the cache if it is still the cached one (a hold that
+    /// ran out: the next read asks the control plane).
+    pub fn forget_if_cached(&self, p: &Arc<Placement>) {
+        let removed = {
+            let mut by_tag = self.by_tag.write().unwrap_or_else(|p| p.into_inner());
+            match by_tag.get(&p.tag) {
+                Some(c) if Arc::ptr_eq(c, p) => by_tag.remove(&p.tag).is_some(),
+                _ => false,
+            }
+        };
+        if removed {
+            self.bump();
         }
     }
 
@@ -112,6 +164,7 @@ impl PlacementStore {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(tag);
+        self.bump();
     }
 
     /// Drops the placement of a database (by id), as an invalidation says.
@@ -126,5 +179,6 @@ impl PlacementStore {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
+        self.bump();
     }
 }

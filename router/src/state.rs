@@ -13,7 +13,7 @@ use tokio::sync::Semaphore;
 use crate::{
     access::AccessStore, config::Config, forward::Forwarder, health::HealthCache, keys::KeyStore,
     limiter_lua::Limiter, placement::PlacementStore, principal_sign::Signer, redis_conn::RedisPool,
-    upload_limit::UploadLimiter,
+    registry::Registry, upload_limit::UploadLimiter,
 };
 
 /// Idle Redis connections kept for the limiter (one per request in flight).
@@ -26,6 +26,8 @@ pub struct AppState {
     pub keys: Arc<KeyStore>,
     pub access: Arc<AccessStore>,
     pub placements: Arc<PlacementStore>,
+    /// This process's router id, heartbeat and placement acknowledgements.
+    pub registry: Arc<Registry>,
     pub health: Arc<HealthCache>,
     pub signer: Arc<Signer>,
     /// Requests handled at once, across all cores.
@@ -51,6 +53,7 @@ impl AppState {
             keys: Arc::new(KeyStore::new(control.clone(), config.hash_limits)),
             access: Arc::new(AccessStore::new(control.clone())),
             placements: Arc::new(PlacementStore::new(control.clone())),
+            registry: Arc::new(Registry::new(&config.redis_url)),
             limiter: Limiter::new(redis),
             uploads: Arc::default(),
             forwarder: Forwarder::new(
@@ -79,6 +82,7 @@ impl AppState {
             keys: self.keys.clone(),
             access: self.access.clone(),
             placements: self.placements.clone(),
+            registry: self.registry.clone(),
             health: self.health.clone(),
             signer: self.signer.clone(),
             in_flight: self.in_flight.clone(),

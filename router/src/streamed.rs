@@ -10,7 +10,8 @@
 //! (chunked bodies too) or after [`ConnectionLimits::stream_idle_timeout`]
 //! without a byte (the whole-body timeout does not apply: a 100 MB upload
 //! at a steady pace may take minutes). A streamed body cannot be sent
-//! twice, so a 421 answer is a 503 with `Retry-After: 1`, not a retry.
+//! twice: a move's hold is waited out before it is sent (`proxy`), and a
+//! 421 answer is a 503 with `Retry-After: 1`, not a retry.
 //!
 //! [`ConnectionLimits::stream_idle_timeout`]: crate::config::ConnectionLimits
 

@@ -181,6 +181,8 @@ async fn spawn_cp(cp: Arc<Cp>) -> SocketAddr {
 struct Shard {
     hits: AtomicUsize,
     misplaced: bool,
+    /// Answers 421 to this many requests first.
+    misplaced_first: AtomicUsize,
     databases: Vec<Value>,
 }
 
@@ -221,7 +223,11 @@ async fn shard_any(
                 .into_response()
         }
     };
-    if s.misplaced {
+    let misplaced_now = s
+        .misplaced_first
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok();
+    if s.misplaced || misplaced_now {
         return (
             StatusCode::MISDIRECTED_REQUEST,
             Json(json!({"error":{"code":"not_found","message":"Not found."}})),
@@ -698,4 +704,5 @@ async fn database_list_fans_out_and_merges() {
 
 mod keys;
 mod liveness;
+mod moves;
 mod streamed;
