@@ -200,6 +200,9 @@ async fn step(ctx: &Ctx, m: &moves::MoveRow) -> anyhow::Result<()> {
         MoveState::Copying if m.abort_requested => abort::run(ctx, m).await,
         MoveState::Copying => {
             ctx.delay().await;
+            if ctx.abort_requested().await? {
+                return Ok(());
+            }
             if copy::run(ctx).await? {
                 enter(ctx, MoveState::CatchingUp).await?;
             }
