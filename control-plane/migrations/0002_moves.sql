@@ -15,6 +15,8 @@ CREATE TABLE moves (
     -- Set by `moves abort` (or a failure that cannot be retried); the
     -- mover rolls the move back at its next step and ends it `aborted`.
     abort_requested boolean NOT NULL DEFAULT false,
+    -- Why (kept apart from `error`, which a retried step overwrites).
+    abort_reason    text,
     pause_budget_ms integer NOT NULL CHECK (pause_budget_ms > 0),
     -- Test hook (CreateMove.step_delay_ms): wait after each state change.
     step_delay_ms   integer NOT NULL DEFAULT 0 CHECK (step_delay_ms >= 0),
@@ -26,6 +28,8 @@ CREATE TABLE moves (
     new_epoch       bigint,
     -- The source's WAL position read after the fence (pg_lsn as text).
     fence_lsn       text,
+    -- When the flip committed (convergence is measured from it).
+    flipped_at      timestamptz,
     error           text,
     -- Progress for `--wait` (see cluster_protocol::control::MoveProgress).
     tables_total    integer NOT NULL DEFAULT 0,

@@ -47,6 +47,81 @@ pub struct Config {
     pub redis_url: Secret,
     pub creating_ttl: Duration,
     pub reaper_interval: Duration,
+    /// The mover's knobs (docs/moves.md, "Knobs").
+    pub moves: MoveConfig,
+}
+
+/// Knobs of database moves (docs/moves.md, "Knobs (control plane)").
+#[derive(Debug, Clone)]
+pub struct MoveConfig {
+    /// Role the mover connects to shard instances as (a superuser).
+    pub admin_user: String,
+    pub admin_password: Option<Secret>,
+    /// Longest hold of a database's requests at cutover (default per move).
+    pub pause_budget: Duration,
+    /// Cutover attempts before a move is aborted.
+    pub cutover_attempts: i32,
+    /// Moves at once touching one shard (as source or target).
+    pub per_shard: usize,
+    /// Moves at once in the cluster.
+    pub max: usize,
+    /// Longest wait for routers' acknowledgements before the old copy goes.
+    pub ack_timeout: Duration,
+    /// How often cutover polls the target for the marker.
+    pub poll: Duration,
+    /// Test hook: wait after entering each state and after the fence.
+    pub step_delay: Duration,
+}
+
+impl Default for MoveConfig {
+    fn default() -> Self {
+        Self {
+            admin_user: "postgres".to_string(),
+            admin_password: None,
+            pause_budget: Duration::from_millis(400),
+            cutover_attempts: 3,
+            per_shard: 2,
+            max: 4,
+            ack_timeout: Duration::from_millis(10_000),
+            poll: Duration::from_millis(2),
+            step_delay: Duration::ZERO,
+        }
+    }
+}
+
+impl MoveConfig {
+    pub fn from_env() -> anyhow::Result<Self> {
+        let d = Self::default();
+        Ok(Self {
+            admin_user: env_or("MOVE_ADMIN_USER", &d.admin_user),
+            admin_password: std::env::var("MOVE_ADMIN_PASSWORD")
+                .ok()
+                .filter(|v| !v.is_empty())
+                .map(Secret::new),
+            pause_budget: millis("MOVE_PAUSE_BUDGET_MS", d.pause_budget)?,
+            cutover_attempts: number("MOVE_CUTOVER_ATTEMPTS", d.cutover_attempts)?,
+            per_shard: number("MOVES_PER_SHARD", d.per_shard)?,
+            max: number("MOVES_MAX", d.max)?,
+            ack_timeout: millis("MOVE_ACK_TIMEOUT_MS", d.ack_timeout)?,
+            poll: millis("MOVE_POLL_MS", d.poll)?,
+            step_delay: millis("MOVE_STEP_DELAY_MS", d.step_delay)?,
+        })
+    }
+}
+
+fn number<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T> {
+    match std::env::var(name).ok().filter(|v| !v.is_empty()) {
+        None => Ok(default),
+        Some(v) => v
+            .trim()
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{name} must be a non-negative integer")),
+    }
+}
+
+fn millis(name: &str, default: Duration) -> anyhow::Result<Duration> {
+    let ms: u64 = number(name, u64::try_from(default.as_millis()).unwrap_or(u64::MAX))?;
+    Ok(Duration::from_millis(ms))
 }
 
 impl Config {
@@ -63,6 +138,7 @@ impl Config {
             redis_url: Secret::new(env_or("REDIS_URL", "redis://127.0.0.1:6379")),
             creating_ttl: CREATING_TTL,
             reaper_interval: REAPER_INTERVAL,
+            moves: MoveConfig::from_env()?,
         })
     }
 }

@@ -11,6 +11,7 @@ pub mod error;
 pub mod http;
 pub mod liveness;
 pub mod migrate;
+pub mod mover;
 pub mod placement;
 pub mod service;
 
@@ -21,7 +22,7 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::net::TcpListener;
 
-use crate::config::{Config, Secret};
+use crate::config::{Config, MoveConfig, Secret};
 use crate::liveness::Liveness;
 
 /// What every handler and background task shares.
@@ -31,6 +32,10 @@ pub struct AppState {
     pub redis: Liveness,
     pub token: Arc<Secret>,
     pub creating_ttl: Duration,
+    /// The mover's knobs (docs/moves.md).
+    pub moves: Arc<MoveConfig>,
+    /// Wakes the mover (a move was created or an abort requested).
+    pub mover_wake: Arc<tokio::sync::Notify>,
 }
 
 /// Serves until SIGTERM or SIGINT, then drains in-flight requests.
@@ -38,7 +43,7 @@ pub async fn run(config: Config, listener: TcpListener) -> anyhow::Result<()> {
     run_until(config, listener, cluster_protocol::shutdown::signal()).await
 }
 
-/// Migrates the catalog, starts the reaper and serves until `shutdown` resolves.
+/// Migrates the catalog, starts the reaper and the mover, and serves until `shutdown` resolves.
 pub async fn run_until(
     config: Config,
     listener: TcpListener,
@@ -52,16 +57,20 @@ pub async fn run_until(
         redis: Liveness::new(config.redis_url.expose()).context("configure redis")?,
         token: Arc::new(config.token.clone()),
         creating_ttl: config.creating_ttl,
+        moves: Arc::new(config.moves.clone()),
+        mover_wake: Arc::new(tokio::sync::Notify::new()),
     };
     let reaper = tokio::spawn(service::databases::reaper_loop(
         state.clone(),
         config.reaper_interval,
     ));
+    let mover = mover::spawn(state.clone(), config.database_url.clone());
     let addr = listener.local_addr().ok();
     tracing::info!(?addr, "control plane listening");
     let served = axum::serve(listener, http::router(state))
         .with_graceful_shutdown(shutdown)
         .await;
     reaper.abort();
+    mover.abort();
     served.context("serve")
 }

@@ -104,6 +104,39 @@ impl Liveness {
         Self::bounded(c.publish::<_, _, ()>(INVALIDATION_CHANNEL, payload)).await
     }
 
+    /// Routers whose last heartbeat in `cluster:routers` is at or after
+    /// `since_ms` (unix milliseconds).
+    pub async fn live_routers(&self, since_ms: i64) -> anyhow::Result<Vec<String>> {
+        let mut c = self.conn.clone();
+        Self::bounded(c.zrangebyscore::<_, _, _, Vec<String>>(
+            redis_keys::ROUTERS,
+            since_ms,
+            "+inf",
+        ))
+        .await
+    }
+
+    /// The epochs routers acknowledged for a database (router id -> epoch;
+    /// values that are not numbers are left out).
+    pub async fn placement_acks(
+        &self,
+        database_id: &str,
+    ) -> anyhow::Result<std::collections::HashMap<String, i64>> {
+        let mut c = self.conn.clone();
+        let raw: std::collections::HashMap<String, String> =
+            Self::bounded(c.hgetall(redis_keys::placement_acks(database_id))).await?;
+        Ok(raw
+            .into_iter()
+            .filter_map(|(k, v)| v.trim().parse().ok().map(|e| (k, e)))
+            .collect())
+    }
+
+    /// Lets a database's acknowledgements expire `secs` from now.
+    pub async fn expire_acks(&self, database_id: &str, secs: i64) -> anyhow::Result<()> {
+        let mut c = self.conn.clone();
+        Self::bounded(c.expire::<_, ()>(redis_keys::placement_acks(database_id), secs)).await
+    }
+
     // ---- best effort (after a committed catalog write) ----
 
     /// Seeds a key's liveness (when `version` is given) and announces the change.

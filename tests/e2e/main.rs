@@ -12,6 +12,7 @@ mod fixtures;
 mod import;
 mod import_run;
 mod keys;
+mod moves_basic;
 mod rate_limits;
 mod records;
 mod records_checkbox;

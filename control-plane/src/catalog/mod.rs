@@ -5,6 +5,7 @@
 pub mod databases;
 pub mod keys;
 pub mod members;
+pub mod moves;
 pub mod shards;
 pub mod users;
 

@@ -24,9 +24,6 @@ pub async fn show(State(state): State<AppState>, Path(id): Path<String>) -> ApiR
     Ok(Json(service::moves::show(&state, &id).await?))
 }
 
-pub async fn abort(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Move>> {
+pub async fn abort(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Move>> {
     Ok(Json(service::moves::abort(&state, &id).await?))
 }

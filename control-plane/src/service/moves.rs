@@ -2,30 +2,160 @@
 //! move, listing, showing and aborting. The mover (`crate::mover`) drives
 //! recorded moves through their states.
 
-use cluster_protocol::control::{CreateMove, Move};
+use cluster_protocol::control::{CreateMove, DatabaseState, Move, MoveState, ShardState};
+use cluster_protocol::ids::{self, Kind};
 
+use super::unknown_database;
+use crate::catalog::{databases, moves, shards};
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
 
-fn not_yet() -> ApiError {
-    ApiError::Internal(anyhow::anyhow!("database moves are not implemented yet"))
+/// Longest pause budget a move may ask for.
+const MAX_PAUSE_BUDGET_MS: i64 = 60_000;
+/// Longest test step delay a move may ask for.
+const MAX_STEP_DELAY_MS: i64 = 600_000;
+
+fn unknown_move(id: &str) -> ApiError {
+    ApiError::not_found(format!("Unknown move {id}."))
+}
+
+fn checked_ms(value: Option<i64>, default: i64, max: i64, what: &str) -> ApiResult<i32> {
+    let v = value.unwrap_or(default);
+    if !(0..=max).contains(&v) {
+        return Err(ApiError::bad_request(format!(
+            "{what} must be between 0 and {max} milliseconds."
+        )));
+    }
+    i32::try_from(v).map_err(|_| ApiError::bad_request(format!("{what} is too large.")))
 }
 
 /// Validates and records a move (`pending`); refused input changes nothing.
-pub async fn create(_state: &AppState, _req: &CreateMove) -> ApiResult<Move> {
-    Err(not_yet())
+pub async fn create(state: &AppState, req: &CreateMove) -> ApiResult<Move> {
+    let knobs = &state.moves;
+    let budget = checked_ms(
+        req.pause_budget_ms,
+        i64::try_from(knobs.pause_budget.as_millis()).unwrap_or(MAX_PAUSE_BUDGET_MS),
+        MAX_PAUSE_BUDGET_MS,
+        "pause_budget_ms",
+    )?;
+    if budget == 0 {
+        return Err(ApiError::bad_request(
+            "pause_budget_ms must be at least 1 millisecond.",
+        ));
+    }
+    let step_delay = checked_ms(
+        req.step_delay_ms,
+        i64::try_from(knobs.step_delay.as_millis()).unwrap_or(0),
+        MAX_STEP_DELAY_MS,
+        "step_delay_ms",
+    )?;
+    if !ids::is_valid(Kind::Database, &req.database_id) {
+        return Err(unknown_database(&req.database_id));
+    }
+    let mut client = state.pool.get().await?;
+    let tx = client.transaction().await?;
+    let db = databases::get(&*tx, &req.database_id)
+        .await?
+        .ok_or_else(|| unknown_database(&req.database_id))?;
+    let target = shards::list(&*tx)
+        .await?
+        .into_iter()
+        .find(|s| s.name == req.to)
+        .ok_or_else(|| ApiError::not_found(format!("Unknown shard {}.", req.to)))?;
+    if db.state != DatabaseState::Active {
+        return Err(ApiError::bad_request(format!(
+            "Database {} is still being created; only an active database can be moved.",
+            db.id
+        )));
+    }
+    if db.shard == target.name {
+        return Err(ApiError::bad_request(format!(
+            "Database {} is already on shard {}.",
+            db.id, target.name
+        )));
+    }
+    if target.state == ShardState::Draining {
+        return Err(ApiError::bad_request(format!(
+            "Shard {} is draining: it takes no databases.",
+            target.name
+        )));
+    }
+    let id = ids::new_untagged(Kind::Move);
+    let new = moves::NewMove {
+        id: &id,
+        database_id: &db.id,
+        from: &db.shard,
+        to: &target.name,
+        pause_budget_ms: budget,
+        step_delay_ms: step_delay,
+    };
+    let Some(row) = moves::insert(&*tx, &new).await? else {
+        return Err(ApiError::conflict(format!(
+            "Database {} is already being moved: wait for that move to finish or abort it.",
+            db.id
+        )));
+    };
+    tx.commit().await?;
+    state.mover_wake.notify_one();
+    Ok(row.api)
 }
 
 /// Every move, newest first.
-pub async fn list(_state: &AppState) -> ApiResult<Vec<Move>> {
-    Err(not_yet())
+pub async fn list(state: &AppState) -> ApiResult<Vec<Move>> {
+    let client = state.pool.get().await?;
+    Ok(moves::list(&**client)
+        .await?
+        .into_iter()
+        .map(|m| m.api)
+        .collect())
 }
 
-pub async fn show(_state: &AppState, _id: &str) -> ApiResult<Move> {
-    Err(not_yet())
+pub async fn show(state: &AppState, id: &str) -> ApiResult<Move> {
+    if !ids::is_valid(Kind::Move, id) {
+        return Err(unknown_move(id));
+    }
+    let client = state.pool.get().await?;
+    moves::get(&**client, id)
+        .await?
+        .map(|m| m.api)
+        .ok_or_else(|| unknown_move(id))
 }
 
-/// Asks the mover to roll the move back; 409 when it already finished or switched over.
-pub async fn abort(_state: &AppState, _id: &str) -> ApiResult<Move> {
-    Err(not_yet())
+/// Asks the mover to roll the move back; 409 (naming the move's state)
+/// when it already finished or switched over. A `pending` move has done
+/// nothing yet, so it ends `aborted` at once.
+pub async fn abort(state: &AppState, id: &str) -> ApiResult<Move> {
+    if !ids::is_valid(Kind::Move, id) {
+        return Err(unknown_move(id));
+    }
+    let mut client = state.pool.get().await?;
+    let tx = client.transaction().await?;
+    let m = moves::get_for_update(&*tx, id)
+        .await?
+        .ok_or_else(|| unknown_move(id))?;
+    match m.api.state {
+        MoveState::Cleanup | MoveState::Done | MoveState::Aborted => {
+            return Err(ApiError::conflict(format!(
+                "Move {id} is {}: only a move that has not switched over can be aborted.",
+                m.api.state.as_str()
+            )));
+        }
+        MoveState::Pending => {
+            moves::finish(&*tx, id, MoveState::Aborted, Some(ABORTED_BY_OPERATOR)).await?;
+        }
+        MoveState::Copying | MoveState::CatchingUp | MoveState::Cutover => {
+            if !m.abort_requested {
+                moves::request_abort(&*tx, id, ABORTED_BY_OPERATOR).await?;
+            }
+        }
+    }
+    let after = moves::get(&*tx, id)
+        .await?
+        .ok_or_else(|| unknown_move(id))?;
+    tx.commit().await?;
+    state.mover_wake.notify_one();
+    Ok(after.api)
 }
+
+/// The `error` of a move aborted with `moves abort`.
+pub const ABORTED_BY_OPERATOR: &str = "aborted by the operator (moves abort)";

@@ -63,6 +63,7 @@ pub async fn spawn_app_with_redis(redis_url: String) -> App {
         redis_url: Secret::new(redis_url.clone()),
         creating_ttl: Duration::from_secs(600),
         reaper_interval: Duration::from_secs(3600),
+        moves: control_plane::config::MoveConfig::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());

@@ -1,0 +1,166 @@
+//! Administrator connections to shard instances: the shard's registered
+//! DSN with its user and password replaced by `MOVE_ADMIN_USER` /
+//! `MOVE_ADMIN_PASSWORD` (a superuser: PostgreSQL 15 wants one for
+//! subscriptions and `FOR TABLES IN SCHEMA`). Every session runs in UTC.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use cluster_protocol::control::Shard;
+use tokio_postgres::config::Host;
+use tokio_postgres::{Client, Config, NoTls};
+
+use super::sql::quote_literal;
+use crate::config::MoveConfig;
+
+/// How long connecting to a shard instance may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A connected admin session; the connection task ends with it.
+pub struct Admin {
+    pub client: Client,
+    pub shard: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Admin {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl std::ops::Deref for Admin {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.client
+    }
+}
+
+/// The shard's DSN as the administrator.
+pub fn config(dsn: &str, knobs: &MoveConfig) -> anyhow::Result<Config> {
+    let mut cfg = Config::from_str(dsn).context("parse the shard's postgres DSN")?;
+    cfg.user(&knobs.admin_user);
+    match &knobs.admin_password {
+        Some(p) => cfg.password(p.expose()),
+        // A password of the shard's own role must not be offered as the admin's.
+        None => cfg.password(Vec::<u8>::new()),
+    };
+    cfg.connect_timeout(CONNECT_TIMEOUT);
+    cfg.application_name("control-plane-mover");
+    Ok(cfg)
+}
+
+pub async fn connect(shard: &Shard, knobs: &MoveConfig) -> anyhow::Result<Admin> {
+    let cfg = config(&shard.postgres, knobs)?;
+    let (client, conn) = cfg
+        .connect(NoTls)
+        .await
+        .with_context(|| format!("connect to shard {} as administrator", shard.name))?;
+    let name = shard.name.clone();
+    let task = tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!(shard = name, error = %e, "admin connection ended");
+        }
+    });
+    client
+        .batch_execute("SET TimeZone = 'UTC'")
+        .await
+        .context("set admin session time zone")?;
+    Ok(Admin {
+        client,
+        shard: shard.name.clone(),
+        task,
+    })
+}
+
+/// A libpq connection string (`key='value' ...`) for `CREATE SUBSCRIPTION`
+/// on another instance: the subscriber connects to the publisher with it.
+pub fn conninfo(cfg: &Config) -> anyhow::Result<String> {
+    let mut parts = Vec::new();
+    match cfg.get_hosts().first() {
+        Some(Host::Tcp(h)) => parts.push(("host", h.clone())),
+        #[cfg(unix)]
+        Some(Host::Unix(p)) => parts.push(("host", p.to_string_lossy().into_owned())),
+        None => bail!("the shard's DSN names no host"),
+    }
+    if let Some(port) = cfg.get_ports().first() {
+        parts.push(("port", port.to_string()));
+    }
+    if let Some(db) = cfg.get_dbname() {
+        parts.push(("dbname", db.to_string()));
+    }
+    if let Some(user) = cfg.get_user() {
+        parts.push(("user", user.to_string()));
+    }
+    if let Some(pw) = cfg.get_password().filter(|p| !p.is_empty()) {
+        let pw = std::str::from_utf8(pw).context("the admin password is not UTF-8")?;
+        parts.push(("password", pw.to_string()));
+    }
+    Ok(parts
+        .iter()
+        .map(|(k, v)| format!("{k}={}", libpq_value(v)))
+        .collect::<Vec<_>>()
+        .join(" "))
+}
+
+/// A conninfo value: single-quoted, `\` and `'` escaped with a backslash.
+fn libpq_value(v: &str) -> String {
+    format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+/// The conninfo as a literal for DDL text.
+pub fn conninfo_literal(cfg: &Config) -> anyhow::Result<String> {
+    Ok(quote_literal(&conninfo(cfg)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Secret;
+
+    fn knobs(password: Option<&str>) -> MoveConfig {
+        MoveConfig {
+            admin_user: "postgres".into(),
+            admin_password: password.map(Secret::new),
+            ..MoveConfig::default()
+        }
+    }
+
+    #[test]
+    fn admin_replaces_user_and_password() {
+        let cfg = config(
+            "postgres://tabula_shard:secret@127.0.0.1:28402/cluster",
+            &knobs(None),
+        )
+        .unwrap();
+        assert_eq!(cfg.get_user(), Some("postgres"));
+        assert_eq!(cfg.get_password(), Some(&b""[..]));
+        assert_eq!(
+            conninfo(&cfg).unwrap(),
+            "host='127.0.0.1' port='28402' dbname='cluster' user='postgres'"
+        );
+    }
+
+    #[test]
+    fn conninfo_escapes_and_quotes() {
+        let cfg = config(
+            "host=db.internal port=5433 dbname=cluster user=x",
+            &knobs(Some("p'w\\d")),
+        )
+        .unwrap();
+        let info = conninfo(&cfg).unwrap();
+        assert_eq!(
+            info,
+            "host='db.internal' port='5433' dbname='cluster' user='postgres' password='p\\'w\\\\d'"
+        );
+        let lit = conninfo_literal(&cfg).unwrap();
+        assert!(lit.starts_with("E'host="));
+        assert!(lit.contains("password=''p\\\\''w"));
+    }
+
+    #[test]
+    fn bad_dsn_is_an_error() {
+        assert!(config("not a dsn ===", &knobs(None)).is_err());
+    }
+}
