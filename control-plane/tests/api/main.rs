@@ -9,3 +9,4 @@ mod cli;
 mod fail_closed;
 mod helpers;
 mod keys;
+mod scale_cli;
