@@ -126,9 +126,11 @@ pub async fn drain(
     }
     let head = if wait_for_it && failure.is_none() {
         format!("shard {} is drained", reply.shard.name)
+    } else if reply.moves.is_empty() {
+        format!("shard {} is draining; no move started", reply.shard.name)
     } else {
         format!(
-            "shard {} is draining; {} moves",
+            "shard {} is draining; {} moves started",
             reply.shard.name,
             reply.moves.len()
         )

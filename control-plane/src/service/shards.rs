@@ -71,8 +71,8 @@ pub async fn drain(state: &AppState, name: &str) -> ApiResult<DrainReply> {
         return Err(match shards::get(&**client, name).await? {
             None => unknown_shard(name),
             Some(_) => ApiError::conflict(format!(
-                "Shard {name} cannot be drained: it is the last active shard, so its \
-                 databases would have nowhere to go. Add or activate another shard first."
+                "Shard {name} cannot be drained: no other shard is active to take its \
+                 databases (it is the last active shard). Add or activate another shard first."
             )),
         });
     };

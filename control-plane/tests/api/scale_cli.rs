@@ -126,6 +126,12 @@ async fn drain_activate_and_rebalance_plans() {
     );
     refused(&app, &["shards", "drain", "nope"], "Unknown shard nope").await;
     refused(&app, &["shards", "activate", "nope"], "Unknown shard nope").await;
+    refused(
+        &app,
+        &["databases", "list", "--shard", "nope", "--json"],
+        "Unknown shard nope",
+    )
+    .await;
 
     let active = json_ok(&app, &["shards", "activate", "s2", "--json"]).await;
     assert_eq!(active["name"], "s2");
