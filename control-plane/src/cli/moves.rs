@@ -135,8 +135,13 @@ pub async fn drain(
             reply.moves.len()
         )
     };
+    let text = if reply.moves.is_empty() {
+        head
+    } else {
+        format!("{head}\n{}", table::moves(&reply.moves))
+    };
     Ok(Output {
-        text: format!("{head}\n{}", moves_text(&reply.moves)),
+        text,
         json: to_json(&reply)?,
         failure,
     })

@@ -47,7 +47,8 @@ impl Progress {
             multi.add(
                 ProgressBar::new(0)
                     .with_style(style)
-                    .with_prefix(format!("{} {} -> {}", m.database_id, m.from, m.to)),
+                    .with_prefix(format!("{} {} -> {}", m.database_id, m.from, m.to))
+                    .with_message(m.state.as_str()),
             )
         });
         bar.set_length(u64::try_from(m.progress.tables_total).unwrap_or(0));
