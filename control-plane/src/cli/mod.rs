@@ -52,8 +52,11 @@ pub enum Command {
     /// List, show or abort database moves.
     #[command(subcommand)]
     Moves(MovesCmd),
-    /// Even out database counts over the active shards in proportion to
-    /// their weights (draining shards get none), with the fewest moves.
+    /// Even out database counts across the shards by weight.
+    ///
+    /// Each active shard's share is proportional to its weight (a draining
+    /// shard's is zero); shards above their share give their newest
+    /// databases to those below, with the fewest moves.
     Rebalance {
         /// Only print the plan {"moves":[{database_id,from,to}]}; change nothing.
         #[arg(long)]
