@@ -228,6 +228,27 @@ async fn refused_moves_change_nothing() {
         );
         let (ok, out, _) = cli(&app, &["moves", "list"]).await;
         assert!(ok && out.trim() == "no moves", "{out}");
+
+        // A recorded move: the database counts at its destination (so the
+        // plan is empty) and a second move of it is refused.
+        let first = json_ok(&app, &["move", db, "--to", "s2", "--json"]).await;
+        assert_eq!(first["database_id"], db);
+        assert!(first["id"].as_str().unwrap_or_default().starts_with("mov_"));
+        assert_eq!(
+            json_ok(&app, &["rebalance", "--dry-run", "--json"]).await,
+            serde_json::json!({"moves": []})
+        );
+        refused(&app, &["move", db, "--to", "s2"], "answered 409").await;
+        let listed = json_ok(&app, &["moves", "list", "--json"]).await;
+        assert_eq!(listed["moves"].as_array().map(Vec::len), Some(1));
+        let id = first["id"].as_str().unwrap_or_default();
+        let (_, out, _) = cli(&app, &["moves", "abort", id, "--json"]).await;
+        assert_eq!(one_json(&out)["id"], id);
+        let after = json_ok(&app, &["databases", "show", db, "--json"]).await;
+        assert_eq!(after["shard"], "s1");
+        assert_eq!(after["epoch"], 1);
+        app.finish().await;
+        return;
     } else {
         eprintln!("the move engine is not built in: skipping its refusals");
         refused(&app, &["move", db, "--to", "s2"], "answered 500").await;
