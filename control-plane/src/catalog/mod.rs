@@ -4,6 +4,7 @@
 
 pub mod databases;
 pub mod keys;
+pub mod load;
 pub mod members;
 pub mod moves;
 pub mod shards;

@@ -79,3 +79,31 @@ pub async fn set_state(
         .map(from_row)
         .transpose()
 }
+
+/// Marks `name` draining unless no other shard would stay active; `None`
+/// when it is unknown or the last active one (nothing changed either way).
+pub async fn start_draining(db: &impl Db, name: &str) -> anyhow::Result<Option<Shard>> {
+    let sql = format!(
+        "UPDATE shards SET state = $2 WHERE name = $1
+           AND EXISTS (SELECT 1 FROM shards o WHERE o.name <> $1 AND o.state = $3)
+         RETURNING {COLUMNS}"
+    );
+    let draining = state_str(ShardState::Draining);
+    let active = state_str(ShardState::Active);
+    db.query_opt(&sql, &[&name, &draining, &active])
+        .await
+        .context("start draining shard")?
+        .as_ref()
+        .map(from_row)
+        .transpose()
+}
+
+pub async fn get(db: &impl Db, name: &str) -> anyhow::Result<Option<Shard>> {
+    let sql = format!("SELECT {COLUMNS} FROM shards WHERE name = $1");
+    db.query_opt(&sql, &[&name])
+        .await
+        .context("read shard")?
+        .as_ref()
+        .map(from_row)
+        .transpose()
+}

@@ -1,24 +1,27 @@
 //! Runs an operator command against the control plane's API and prints
-//! its result: one JSON object with `--json`, a readable line otherwise.
+//! its result: one JSON object with `--json`, a readable form otherwise
+//! (tables for lists, see `table`).
 
 use cluster_protocol::control::client::ControlPlaneClient;
-use cluster_protocol::control::{
-    AddShard, CreateKey, DatabaseInfo, DatabaseScope, Shard, UpdateKey,
-};
+use cluster_protocol::control::{AddShard, CreateKey, DatabaseScope, UpdateKey};
 use serde_json::{json, Value};
 
 use super::*;
 
-/// What a command produced: the JSON object and its human form.
-struct Output {
-    json: Value,
-    text: String,
+/// What a command produced: the JSON object and its human form, and, for
+/// a command that printed its result but did not succeed (a waited move
+/// that ended aborted, aborting a finished move), the reason.
+pub(super) struct Output {
+    pub json: Value,
+    pub text: String,
+    pub failure: Option<String>,
 }
 
 fn done(text: impl Into<String>) -> Output {
     Output {
         json: json!({ "ok": true }),
         text: text.into(),
+        failure: None,
     }
 }
 
@@ -29,22 +32,7 @@ fn scope_text(scope: &DatabaseScope) -> String {
     }
 }
 
-fn shard_line(s: &Shard) -> String {
-    format!("{}\t{}\tweight={}\t{:?}", s.name, s.url, s.weight, s.state).to_lowercase()
-}
-
-fn database_line(d: &DatabaseInfo) -> String {
-    let state = serde_json::to_value(d.state)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default();
-    format!(
-        "{}\ttag={}\towner={}\tshard={}\t{}\tposition={}\tepoch={}",
-        d.id, d.tag, d.owner_id, d.shard, state, d.position, d.epoch
-    )
-}
-
-fn to_json<T: serde::Serialize>(v: &T) -> anyhow::Result<Value> {
+pub(super) fn to_json<T: serde::Serialize>(v: &T) -> anyhow::Result<Value> {
     Ok(serde_json::to_value(v)?)
 }
 
@@ -57,7 +45,13 @@ pub async fn execute(json_out: bool, command: Command) -> i32 {
             } else {
                 println!("{}", out.text);
             }
-            0
+            match out.failure {
+                Some(reason) => {
+                    eprintln!("error: {reason}");
+                    1
+                }
+                None => 0,
+            }
         }
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -78,9 +72,9 @@ fn client() -> anyhow::Result<ControlPlaneClient> {
 async fn run(command: Command) -> anyhow::Result<Output> {
     match command {
         Command::Serve => anyhow::bail!("serve is not an operator command"),
-        Command::Move(_) | Command::Moves(_) | Command::Rebalance { .. } => {
-            anyhow::bail!("not yet implemented: database moves are not available in this version")
-        }
+        Command::Move(args) => moves::move_database(&client()?, args).await,
+        Command::Moves(cmd) => moves::moves(&client()?, cmd).await,
+        Command::Rebalance { dry_run, wait } => moves::rebalance(&client()?, dry_run, wait).await,
         Command::Users(cmd) => users(&client()?, cmd).await,
         Command::Keys(cmd) => keys(&client()?, cmd).await,
         Command::Members(cmd) => members(&client()?, cmd).await,
@@ -97,6 +91,7 @@ async fn users(c: &ControlPlaneClient, cmd: UsersCmd) -> anyhow::Result<Output> 
             Ok(Output {
                 json: json!({ "id": u.id, "email": u.email, "name": u.name }),
                 text: format!("created user {} <{}> ({})", u.id, u.email, u.name),
+                failure: None,
             })
         }
         UsersCmd::Suspend { user_id } => {
@@ -136,6 +131,7 @@ async fn keys(c: &ControlPlaneClient, cmd: KeysCmd) -> anyhow::Result<Output> {
                     k.token
                 ),
                 json: to_json(&k)?,
+                failure: None,
             })
         }
         KeysCmd::Update {
@@ -214,15 +210,12 @@ async fn shards(c: &ControlPlaneClient, cmd: ShardsCmd) -> anyhow::Result<Output
             let text = if list.shards.is_empty() {
                 "no shards".to_string()
             } else {
-                list.shards
-                    .iter()
-                    .map(shard_line)
-                    .collect::<Vec<_>>()
-                    .join("\n")
+                table::shards(&list.shards)
             };
             Ok(Output {
                 json: to_json(&list)?,
                 text,
+                failure: None,
             })
         }
         ShardsCmd::Add {
@@ -240,17 +233,13 @@ async fn shards(c: &ControlPlaneClient, cmd: ShardsCmd) -> anyhow::Result<Output
                 })
                 .await?;
             Ok(Output {
-                text: format!("added shard {}", shard_line(&s)),
+                text: format!("added shard {}\n{}", s.name, table::shard(&s)),
                 json: to_json(&s)?,
+                failure: None,
             })
         }
-        ShardsCmd::Drain { name } => {
-            let s = c.drain_shard(&name).await?.shard;
-            Ok(Output {
-                text: format!("draining shard {}", s.name),
-                json: to_json(&s)?,
-            })
-        }
+        ShardsCmd::Drain { name, wait } => moves::drain(c, &name, wait).await,
+        ShardsCmd::Activate { name } => moves::activate(c, &name).await,
     }
 }
 
@@ -261,22 +250,20 @@ async fn databases(c: &ControlPlaneClient, cmd: DatabasesCmd) -> anyhow::Result<
             let text = if list.databases.is_empty() {
                 "no databases".to_string()
             } else {
-                list.databases
-                    .iter()
-                    .map(database_line)
-                    .collect::<Vec<_>>()
-                    .join("\n")
+                table::databases(&list.databases)
             };
             Ok(Output {
                 json: to_json(&list)?,
                 text,
+                failure: None,
             })
         }
         DatabasesCmd::Show { database_id } => {
             let d = c.database(&database_id).await?;
             Ok(Output {
-                text: database_line(&d),
+                text: table::database(&d),
                 json: to_json(&d)?,
+                failure: None,
             })
         }
     }

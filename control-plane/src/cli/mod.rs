@@ -3,6 +3,9 @@
 //! and then prints exactly one JSON object on stdout.
 
 mod exec;
+mod moves;
+mod table;
+mod wait;
 
 pub use exec::execute;
 
@@ -44,16 +47,24 @@ pub enum Command {
     /// Inspect databases and their placement.
     #[command(subcommand)]
     Databases(DatabasesCmd),
-    /// Move a database to another shard (not yet implemented).
+    /// Move a database to another shard, online; prints the move.
     Move(MoveArgs),
-    /// Inspect or abort database moves (not yet implemented).
+    /// List, show or abort database moves.
     #[command(subcommand)]
     Moves(MovesCmd),
-    /// Even out shards by moving databases (not yet implemented).
+    /// Even out database counts across the shards by weight.
+    ///
+    /// Each active shard's share is proportional to its weight (a draining
+    /// shard's is zero); shards above their share give their newest
+    /// databases to those below, with the fewest moves.
     Rebalance {
-        /// Only print the moves that would be made.
+        /// Only print the plan {"moves":[{database_id,from,to}]}; change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Return when every started move has finished (done or aborted);
+        /// exits non-zero if one was aborted. Ignored with --dry-run.
+        #[arg(long)]
+        wait: bool,
     },
 }
 
@@ -176,8 +187,17 @@ pub enum ShardsCmd {
         #[arg(long, default_value_t = 100)]
         weight: u32,
     },
-    /// Stop placing new databases on a shard.
+    /// Stop placing new databases on a shard and move every database off it.
     Drain {
+        /// Shard name.
+        name: String,
+        /// Return when no database is left on the shard.
+        #[arg(long)]
+        wait: bool,
+    },
+    /// Make a draining shard eligible for new databases again (moves already
+    /// started go on).
+    Activate {
         /// Shard name.
         name: String,
     },
@@ -205,23 +225,30 @@ pub struct MoveArgs {
     /// Target shard.
     #[arg(long)]
     pub to: String,
-    /// Wait until the move finishes.
+    /// Return when the move is done or aborted (exit non-zero when aborted).
     #[arg(long)]
     pub wait: bool,
+    /// Longest hold of the database's requests at cutover (default: the
+    /// control plane's MOVE_PAUSE_BUDGET_MS).
+    #[arg(long, value_parser = clap::value_parser!(i64).range(1..))]
+    pub pause_budget_ms: Option<i64>,
+    /// Test hook: the mover waits this long after entering each state.
+    #[arg(long, hide = true, value_parser = clap::value_parser!(i64).range(0..))]
+    pub step_delay_ms: Option<i64>,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum MovesCmd {
-    /// List moves.
+    /// List moves, newest first; prints {"moves":[...]}.
     List,
     /// Show one move.
     Show {
-        /// Move id.
+        /// Move id (mov_...).
         id: String,
     },
-    /// Abort a move.
+    /// Abort a move before its cutover; exits non-zero if it had already finished.
     Abort {
-        /// Move id.
+        /// Move id (mov_...).
         id: String,
     },
 }
@@ -246,117 +273,4 @@ pub fn parse_scope(s: &str) -> Result<DatabaseScope, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(args: &[&str]) -> Cli {
-        Cli::try_parse_from(std::iter::once("control-plane").chain(args.iter().copied()))
-            .expect("parses")
-    }
-
-    #[test]
-    fn databases_flag_forms() {
-        let cli = parse(&[
-            "keys",
-            "create",
-            "--user",
-            "usr_x",
-            "--name",
-            "n",
-            "--databases",
-            "db_a,db_b",
-            "--json",
-        ]);
-        let Command::Keys(KeysCmd::Create {
-            databases, access, ..
-        }) = cli.command
-        else {
-            panic!("keys create")
-        };
-        assert_eq!(
-            databases,
-            DatabaseScope::Only(vec!["db_a".into(), "db_b".into()])
-        );
-        assert_eq!(access, Access::ReadWrite);
-        assert!(cli.json);
-
-        let cli = parse(&["keys", "create", "--user", "usr_x", "--name", "n"]);
-        let Command::Keys(KeysCmd::Create { databases, .. }) = cli.command else {
-            panic!("keys create")
-        };
-        assert_eq!(databases, DatabaseScope::All);
-
-        let cli = parse(&[
-            "--json",
-            "keys",
-            "update",
-            "key_x",
-            "--databases",
-            "all",
-            "--access",
-            "read_only",
-        ]);
-        let Command::Keys(KeysCmd::Update {
-            databases, access, ..
-        }) = cli.command
-        else {
-            panic!("keys update")
-        };
-        assert_eq!(databases, Some(DatabaseScope::All));
-        assert_eq!(access, Some(Access::ReadOnly));
-    }
-
-    #[test]
-    fn bad_values_are_refused() {
-        let bad = [
-            &[
-                "keys",
-                "create",
-                "--user",
-                "u",
-                "--name",
-                "n",
-                "--databases",
-                ",",
-            ][..],
-            &[
-                "keys", "create", "--user", "u", "--name", "n", "--access", "rw",
-            ][..],
-            &[
-                "members",
-                "add",
-                "--database",
-                "d",
-                "--user",
-                "u",
-                "--role",
-                "boss",
-            ][..],
-        ];
-        for args in bad {
-            assert!(Cli::try_parse_from(
-                std::iter::once("control-plane").chain(args.iter().copied())
-            )
-            .is_err());
-        }
-    }
-
-    #[test]
-    fn operator_contract_parses() {
-        parse(&[
-            "shards",
-            "add",
-            "--name",
-            "s1",
-            "--url",
-            "http://x",
-            "--postgres",
-            "postgres://y",
-        ]);
-        parse(&["support", "grant", "--database", "db_x", "--user", "usr_y"]);
-        parse(&["databases", "list", "--shard", "s1", "--json"]);
-        parse(&["move", "db_x", "--to", "s2", "--wait"]);
-        parse(&["moves", "abort", "m1"]);
-        parse(&["rebalance", "--dry-run"]);
-    }
-}
+mod tests;

@@ -156,8 +156,14 @@ pub async fn reaper_loop(state: AppState, interval: std::time::Duration) {
     }
 }
 
+/// Every database by position, or those on `shard` (404 for an unknown shard).
 pub async fn list(state: &AppState, shard: Option<&str>) -> ApiResult<Vec<DatabaseInfo>> {
     let client = state.pool.get().await?;
+    if let Some(name) = shard {
+        if shards::get(&**client, name).await?.is_none() {
+            return Err(ApiError::not_found(format!("Unknown shard {name}.")));
+        }
+    }
     Ok(databases::list(&**client, shard).await?)
 }
 

@@ -5,6 +5,7 @@ pub mod access;
 pub mod databases;
 pub mod keys;
 pub mod moves;
+pub mod planner;
 pub mod rebalance;
 pub mod shards;
 pub mod users;

@@ -1,13 +1,69 @@
-//! Rebalance: the plan that evens out database counts by shard weight,
-//! and starting its moves.
+//! Rebalance: the plan that evens out database counts by shard weight
+//! (`planner::plan`), and starting its moves. Drain starts its moves here too.
 
-use cluster_protocol::control::{RebalanceReply, RebalanceRequest};
+use cluster_protocol::control::{CreateMove, Move, PlannedMove, RebalanceReply, RebalanceRequest};
 
+use super::planner::{self, Placed, ShardLoad};
+use crate::catalog::{load, shards};
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
 
-pub async fn rebalance(_state: &AppState, _req: &RebalanceRequest) -> ApiResult<RebalanceReply> {
-    Err(ApiError::Internal(anyhow::anyhow!(
-        "rebalance is not implemented yet"
-    )))
+/// Plans from the catalog under the planning lock; with `dry_run` returns
+/// the plan and changes nothing, otherwise starts its moves in order.
+pub async fn rebalance(state: &AppState, req: &RebalanceRequest) -> ApiResult<RebalanceReply> {
+    let mut client = state.pool.get().await?;
+    let planning = client.transaction().await?;
+    load::lock_planning(&*planning).await?;
+    let loads: Vec<ShardLoad> = shards::list(&*planning)
+        .await?
+        .iter()
+        .map(ShardLoad::from)
+        .collect();
+    let databases: Vec<Placed> = load::databases(&*planning)
+        .await?
+        .into_iter()
+        .map(|d| Placed {
+            movable: d.active && d.moving_to.is_none(),
+            shard: d.moving_to.unwrap_or(d.shard),
+            database_id: d.id,
+            position: d.position,
+        })
+        .collect();
+    let plan = planner::plan(&loads, &databases);
+    if req.dry_run {
+        return Ok(RebalanceReply {
+            moves: plan,
+            started: None,
+        });
+    }
+    let started = start_moves(state, &plan).await?;
+    planning.commit().await?;
+    Ok(RebalanceReply {
+        moves: plan,
+        started: Some(started),
+    })
+}
+
+/// Records one move per planned entry (the mover starts them as slots free
+/// up). A database that raced into a move of its own, or away, since the
+/// plan was made is skipped with a warning; any other refusal stops here
+/// (the moves already recorded go on, and planning again counts them).
+pub async fn start_moves(state: &AppState, plan: &[PlannedMove]) -> ApiResult<Vec<Move>> {
+    let mut started = Vec::with_capacity(plan.len());
+    for p in plan {
+        let req = CreateMove {
+            database_id: p.database_id.clone(),
+            to: p.to.clone(),
+            pause_budget_ms: None,
+            step_delay_ms: None,
+        };
+        match super::moves::create(state, &req).await {
+            Ok(m) => started.push(m),
+            Err(ApiError::Conflict(reason)) | Err(ApiError::NotFound(reason)) => {
+                tracing::warn!(database_id = %p.database_id, to = %p.to, %reason, "planned move skipped");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(started)
 }

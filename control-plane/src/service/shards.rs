@@ -1,8 +1,12 @@
 //! The shard registry.
 
+use std::collections::HashMap;
+
 use cluster_protocol::control::{AddShard, DrainReply, Shard, ShardState};
 
-use crate::catalog::shards;
+use super::planner::{self, ShardLoad};
+use super::rebalance;
+use crate::catalog::{load, shards};
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
 
@@ -50,17 +54,44 @@ pub async fn add(state: &AppState, mut req: AddShard) -> ApiResult<Shard> {
         .ok_or_else(|| ApiError::conflict(format!("A shard named {} already exists.", req.name)))
 }
 
-/// Marks a shard draining: it receives no new databases. (Moving its
-/// databases off is not built yet.)
+/// Drains a shard: it becomes `draining` (no new databases) and each of
+/// its active databases without an unfinished move gets one, to the least
+/// loaded active shard (databases per unit of weight, a moving database
+/// counted at its destination). Refused, changing nothing, for an unknown
+/// shard and when no other shard is active. Draining a draining shard again
+/// starts moves for what is left on it.
 pub async fn drain(state: &AppState, name: &str) -> ApiResult<DrainReply> {
+    let mut planning = state.pool.get().await?;
+    let planning = planning.transaction().await?;
+    load::lock_planning(&*planning).await?;
+    // Committed at once (its own connection), so no row lock of ours is
+    // held while the moves are created.
     let client = state.pool.get().await?;
-    let shard = shards::set_state(&**client, name, ShardState::Draining)
+    let Some(shard) = shards::start_draining(&**client, name).await? else {
+        return Err(match shards::get(&**client, name).await? {
+            None => unknown_shard(name),
+            Some(_) => ApiError::conflict(format!(
+                "Shard {name} cannot be drained: no other shard is active to take its \
+                 databases (it is the last active shard). Add or activate another shard first."
+            )),
+        });
+    };
+    drop(client);
+    let loads: Vec<ShardLoad> = shards::list(&*planning)
         .await?
-        .ok_or_else(|| ApiError::not_found(format!("Unknown shard {name}.")))?;
-    Ok(DrainReply {
-        shard,
-        moves: Vec::new(),
-    })
+        .iter()
+        .map(ShardLoad::from)
+        .collect();
+    let counts: HashMap<String, usize> = load::counts(&*planning)
+        .await?
+        .into_iter()
+        .map(|(shard, n)| (shard, usize::try_from(n).unwrap_or(0)))
+        .collect();
+    let settled = load::settled_on(&*planning, name).await?;
+    let plan = planner::drain_targets(&loads, counts, name, &settled);
+    let moves = rebalance::start_moves(state, &plan).await?;
+    planning.commit().await?;
+    Ok(DrainReply { shard, moves })
 }
 
 /// Makes a shard eligible for new databases again.
@@ -68,5 +99,9 @@ pub async fn activate(state: &AppState, name: &str) -> ApiResult<Shard> {
     let client = state.pool.get().await?;
     shards::set_state(&**client, name, ShardState::Active)
         .await?
-        .ok_or_else(|| ApiError::not_found(format!("Unknown shard {name}.")))
+        .ok_or_else(|| unknown_shard(name))
+}
+
+fn unknown_shard(name: &str) -> ApiError {
+    ApiError::not_found(format!("Unknown shard {name}."))
 }

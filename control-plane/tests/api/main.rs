@@ -10,3 +10,4 @@ mod fail_closed;
 mod helpers;
 mod keys;
 mod moves;
+mod scale_cli;
