@@ -7,9 +7,10 @@
 //! a list bookmark taken before the move, which still pages after it.
 
 use e2e_tests::moves::{assert_nothing_left, database, move_done, shard_admin, shard_names};
+use e2e_tests::files::{assert_links_work, upload};
 use e2e_tests::receiver::Receiver;
 use e2e_tests::stores::store_of_shard;
-use e2e_tests::{cluster, fresh_address, id, Api};
+use e2e_tests::{id, Api};
 use serde_json::{json, Value};
 
 use crate::fixtures::{fixture, rec_ids, urlencode, Fx};
@@ -48,102 +49,6 @@ async fn seen(fx: &Fx, view: &str, bookmark: &str) -> Seen {
                 .await,
         ),
     }
-}
-
-const BOUNDARY: &str = "----e2e-moves-boundary";
-
-fn one_file_form(field: &str, record: &str, bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend_from_slice(
-        format!(
-            "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; \
-             filename=\"notes.txt\"\r\nContent-Type: text/plain\r\n\r\n"
-        )
-        .as_bytes(),
-    );
-    out.extend_from_slice(bytes);
-    for (name, value) in [("field_id", field), ("record_id", record)] {
-        out.extend_from_slice(
-            format!(
-                "\r\n--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}"
-            )
-            .as_bytes(),
-        );
-    }
-    out.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
-    out
-}
-
-/// A link as a browser follows it: the cluster's file route through the
-/// router, or a presigned S3 URL.
-async fn fetch(link: &str) -> (u16, Vec<u8>) {
-    let url = reqwest::Url::parse(link).expect("a link is a URL");
-    let target = if url.path().starts_with("/api/files/") {
-        format!(
-            "{}{}?{}",
-            cluster().router_url,
-            url.path(),
-            url.query().unwrap_or_default()
-        )
-    } else {
-        link.to_owned()
-    };
-    let resp = reqwest::Client::new()
-        .get(target)
-        .header("x-forwarded-for", fresh_address())
-        .send()
-        .await
-        .expect("link reachable");
-    let status = resp.status().as_u16();
-    (status, resp.bytes().await.expect("body").to_vec())
-}
-
-/// An attachment uploaded before the move: its table, record and link.
-struct Upload {
-    table: String,
-    record: String,
-    link: String,
-}
-
-const FILE: &[u8] = b"moved with its database";
-
-async fn upload(api: &Api, db: &str) -> Upload {
-    let table = id(&api.create_table(db, "Docs").await);
-    let field = id(&api
-        .create_field(&table, json!({"name": "Files", "type": "attachment"}))
-        .await);
-    let made = api
-        .post(
-            &format!("/api/tables/{table}/records"),
-            json!({"records": [{"fields": {}}]}),
-        )
-        .await;
-    let record = id(&made.expect_ok()["records"][0]);
-    let r = api
-        .post_multipart(
-            &format!("/api/tables/{table}/attachments"),
-            BOUNDARY,
-            one_file_form(&field, &record, FILE),
-        )
-        .await;
-    let link = r.expect_ok()["url"].as_str().expect("a url").to_owned();
-    assert_eq!(fetch(&link).await, (200, FILE.to_vec()));
-    Upload {
-        table,
-        record,
-        link,
-    }
-}
-
-/// The link in the record's cell, read now.
-async fn cell_link(api: &Api, up: &Upload) -> String {
-    let r = api
-        .get(&format!("/api/tables/{}/records/{}", up.table, up.record))
-        .await;
-    r.expect_ok()["record"]["fields"]["Files"][0]["url"]
-        .as_str()
-        .expect("the attachment in the cell")
-        .to_owned()
 }
 
 /// Deliveries of a webhook's log, by id.
@@ -245,9 +150,7 @@ async fn a_move_keeps_links_lookups_formulas_trash_views_webhooks_files_and_book
     assert_eq!(back.expect_ok()["record"]["fields"]["Title"], "Plan_b");
 
     if let Some(up) = files {
-        assert_eq!(fetch(&up.link).await, (200, FILE.to_vec()), "the old link");
-        let fresh = cell_link(api, &up).await;
-        assert_eq!(fetch(&fresh).await, (200, FILE.to_vec()), "a new link");
+        assert_links_work(api, &up).await;
     }
     // Structural changes are allowed again once the move is done.
     api.create_field(&fx.tasks, json!({"name": "Later", "type": "number"}))

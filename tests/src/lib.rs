@@ -5,6 +5,7 @@
 //! databases, so tests run in parallel in any order.
 
 pub mod cluster_ops;
+pub mod files;
 pub mod moves;
 pub mod receiver;
 pub mod stores;
