@@ -5,10 +5,15 @@
 
 use cluster_protocol::control::MoveState;
 use e2e_tests::moves::{assert_nothing_left, cli, database, move_done};
-use e2e_tests::{id, Person};
+use e2e_tests::{id, Api, Person};
 use serde_json::{json, Value};
 
 use crate::moves_keep::other_shard;
+
+/// The records of a listing path.
+async fn listed(api: &Api, path: &str) -> Value {
+    api.get(path).await.expect_ok()["records"].clone()
+}
 
 #[tokio::test]
 async fn a_move_there_and_back_keeps_every_record_and_bumps_the_epoch() {
@@ -47,23 +52,18 @@ async fn a_move_there_and_back_keeps_every_record_and_bumps_the_epoch() {
         .await
         .expect_ok();
     }
-    let list = || async {
-        api.get(&format!("/api/tables/{tasks}/records?page_size=1000&sort=Title"))
-            .await
-            .expect_ok()["records"]
-            .clone()
-    };
+    let path = format!("/api/tables/{tasks}/records?page_size=1000&sort=Title");
 
     let start = database(&db).await;
     let there = other_shard(&start.shard).await;
-    let before = list().await;
+    let before = listed(api, &path).await;
     let first = move_done(&db, &there).await;
     assert_eq!(first.from, start.shard);
     assert!(first.pause_ms.is_some(), "a done move reports its pause: {first:?}");
     assert!(first.finished_at.is_some(), "{first:?}");
     let moved = database(&db).await;
     assert_eq!(moved.epoch, start.epoch + 1);
-    assert_eq!(list().await, before);
+    assert_eq!(listed(api, &path).await, before);
     assert_nothing_left(&first).await;
 
     // A write and a structural change on the new shard, then back.
@@ -82,17 +82,17 @@ async fn a_move_there_and_back_keeps_every_record_and_bumps_the_epoch() {
     )
     .await
     .expect_error(400, "bad_request");
-    let between = list().await;
+    let between = listed(api, &path).await;
     let second = move_done(&db, &start.shard).await;
     assert_eq!((second.from.as_str(), second.to.as_str()), (there.as_str(), start.shard.as_str()));
     assert_eq!(database(&db).await.epoch, start.epoch + 2);
-    assert_eq!(list().await, between);
+    assert_eq!(listed(api, &path).await, between);
     assert_eq!(between.as_array().map(Vec::len), Some(121));
     assert_nothing_left(&second).await;
 
     // Both moves are listed, newest first, and `moves show` agrees.
-    let listed = cli(&["moves", "list", "--json"]).await.json();
-    let mine: Vec<String> = listed["moves"]
+    let all = cli(&["moves", "list", "--json"]).await.json();
+    let mine: Vec<String> = all["moves"]
         .as_array()
         .expect("moves")
         .iter()

@@ -279,7 +279,7 @@ async fn count(pg: &tokio_postgres::Client, sql: &str, param: &str) -> i64 {
 
 /// What of one database a shard has: schema, catalog rows, placement.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Copy {
+pub struct ShardCopy {
     pub schema: bool,
     pub database_row: bool,
     /// Catalog tables with rows of the database (placements included).
@@ -288,14 +288,14 @@ pub struct Copy {
     pub publications: i64,
 }
 
-impl Copy {
+impl ShardCopy {
     pub fn is_empty(&self) -> bool {
         !self.schema && !self.database_row && self.catalog_rows.is_empty() && self.publications == 0
     }
 }
 
 /// What `shard` holds of `database_id`.
-pub async fn copy_on(shard: &str, database_id: &str) -> Copy {
+pub async fn copy_on(shard: &str, database_id: &str) -> ShardCopy {
     let pg = shard_admin(shard).await;
     let schema = count(
         &pg,
@@ -325,7 +325,7 @@ pub async fn copy_on(shard: &str, database_id: &str) -> Copy {
         database_id,
     )
     .await;
-    Copy {
+    ShardCopy {
         schema,
         database_row,
         catalog_rows,
