@@ -6,9 +6,7 @@
 
 use cluster_protocol::control::MoveState;
 use cluster_protocol::ids::{self, Kind};
-use e2e_tests::moves::{
-    assert_nothing_left, cli, database, start_move, wait_finished, wait_state,
-};
+use e2e_tests::moves::{assert_nothing_left, cli, database, start_move, wait_finished, wait_state};
 use e2e_tests::{id, ids_in, Person};
 use serde_json::json;
 
@@ -74,14 +72,21 @@ async fn a_move_aborted_in_each_state_leaves_the_database_on_its_source() {
                 )
                 .await;
             r.expect_error(409, "conflict");
-            api.post(&records, json!({"records": [{"fields": {"Name": "during"}}]}))
-                .await
-                .expect_ok();
+            api.post(
+                &records,
+                json!({"records": [{"fields": {"Name": "during"}}]}),
+            )
+            .await
+            .expect_ok();
         }
         let run = cli(&["moves", "abort", &m.id, "--json"]).await;
         assert_eq!(run.move_object().id, m.id);
         let ended = wait_finished(&m.id).await;
-        assert_eq!(ended.state, MoveState::Aborted, "aborted in {state:?}: {ended:?}");
+        assert_eq!(
+            ended.state,
+            MoveState::Aborted,
+            "aborted in {state:?}: {ended:?}"
+        );
         assert!(ended.error.is_some(), "an aborted move says why: {ended:?}");
         let after = database(&db).await;
         assert_eq!(
@@ -93,9 +98,12 @@ async fn a_move_aborted_in_each_state_leaves_the_database_on_its_source() {
         let listed = api.get(&format!("{records}?page_size=100")).await;
         let want = if state == MoveState::CatchingUp { 4 } else { 3 };
         assert_eq!(ids_in(listed.expect_ok(), "records").len(), want);
-        api.post(&records, json!({"records": [{"fields": {"Name": "after"}}]}))
-            .await
-            .expect_ok();
+        api.post(
+            &records,
+            json!({"records": [{"fields": {"Name": "after"}}]}),
+        )
+        .await
+        .expect_ok();
         api.create_field(&table, json!({"name": "Allowed", "type": "number"}))
             .await;
         assert_nothing_left(&ended).await;
@@ -132,7 +140,10 @@ async fn refused_cli_inputs_change_nothing() {
     }
     assert!(moves_of(&db).await.is_empty(), "a refusal recorded no move");
     let after = database(&db).await;
-    assert_eq!((after.shard, after.epoch), (before.shard.clone(), before.epoch));
+    assert_eq!(
+        (after.shard, after.epoch),
+        (before.shard.clone(), before.epoch)
+    );
 
     // A second move of a database already moving.
     let m = start_move(&db, &to, &["--step-delay-ms", "5000"]).await;
@@ -141,7 +152,9 @@ async fn refused_cli_inputs_change_nothing() {
         .await
         .expect_refused();
     assert_eq!(moves_of(&db).await, vec![m.id.clone()]);
-    cli(&["moves", "abort", &m.id, "--json"]).await.move_object();
+    cli(&["moves", "abort", &m.id, "--json"])
+        .await
+        .move_object();
     let ended = wait_finished(&m.id).await;
     assert_eq!(ended.state, MoveState::Aborted, "{ended:?}");
     assert_nothing_left(&ended).await;

@@ -6,8 +6,8 @@
 //! the move delivers from the new shard), attachments and their links, and
 //! a list bookmark taken before the move, which still pages after it.
 
-use e2e_tests::moves::{assert_nothing_left, database, move_done, shard_admin, shard_names};
 use e2e_tests::files::{assert_links_work, upload};
+use e2e_tests::moves::{assert_nothing_left, database, move_done, shard_admin, shard_names};
 use e2e_tests::receiver::Receiver;
 use e2e_tests::stores::store_of_shard;
 use e2e_tests::{id, Api};
@@ -54,7 +54,10 @@ async fn seen(fx: &Fx, view: &str, bookmark: &str) -> Seen {
 /// Deliveries of a webhook's log, by id.
 async fn log(api: &Api, hook: &str) -> Vec<Value> {
     let r = api.get(&format!("/api/webhooks/{hook}/deliveries")).await;
-    r.expect_ok()["deliveries"].as_array().expect("a list").clone()
+    r.expect_ok()["deliveries"]
+        .as_array()
+        .expect("a list")
+        .clone()
 }
 
 #[tokio::test]
@@ -88,7 +91,10 @@ async fn a_move_keeps_links_lookups_formulas_trash_views_webhooks_files_and_book
         .await;
     let hook = id(&hook.expect_ok()["webhook"]);
     let before = api
-        .post(&fx.records(), json!({"records": [{"fields": {"Title": "Before"}}]}))
+        .post(
+            &fx.records(),
+            json!({"records": [{"fields": {"Title": "Before"}}]}),
+        )
         .await;
     let before = rec_ids(before.expect_ok()).remove(0);
     receiver.wait_for_body(&before).await;
@@ -120,7 +126,10 @@ async fn a_move_keeps_links_lookups_formulas_trash_views_webhooks_files_and_book
     let listed = log(api, &hook).await;
     assert!(listed.contains(&delivered), "{listed:?} lacks {delivered}");
     let after = api
-        .post(&fx.records(), json!({"records": [{"fields": {"Title": "After"}}]}))
+        .post(
+            &fx.records(),
+            json!({"records": [{"fields": {"Title": "After"}}]}),
+        )
         .await;
     let after = rec_ids(after.expect_ok()).remove(0);
     receiver.wait_for_body(&after).await;

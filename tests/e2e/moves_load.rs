@@ -64,7 +64,10 @@ async fn writer(api: Api, records: String, task: usize, stop: Arc<AtomicBool>) -
         if let Some(rec) = mine.get(i as usize * 7 % mine.len().max(1)).cloned() {
             let value = -i;
             let r = api
-                .patch(&records, json!({"records": [{"id": rec, "fields": {"N": value}}]}))
+                .patch(
+                    &records,
+                    json!({"records": [{"id": rec, "fields": {"N": value}}]}),
+                )
                 .await;
             if out.check("update", &r) {
                 out.acked.insert(rec.clone(), value);
@@ -74,7 +77,8 @@ async fn writer(api: Api, records: String, task: usize, stop: Arc<AtomicBool>) -
             if out.check("read", &r) {
                 let seen = r.body["record"]["fields"]["N"].as_i64();
                 if seen != out.acked.get(&rec).copied() {
-                    out.stale.push(format!("{rec}: read {seen:?}, acked {:?}", out.acked[&rec]));
+                    out.stale
+                        .push(format!("{rec}: read {seen:?}, acked {:?}", out.acked[&rec]));
                 }
             }
             tokio::time::sleep(PACE).await;
@@ -120,7 +124,12 @@ async fn a_move_under_load_loses_no_acknowledged_write_and_shows_no_error() {
         let (_, key) = owner
             .another_key(Access::ReadWrite, DatabaseScope::All)
             .await;
-        tasks.push(tokio::spawn(writer(key, records.clone(), task, stop.clone())));
+        tasks.push(tokio::spawn(writer(
+            key,
+            records.clone(),
+            task,
+            stop.clone(),
+        )));
     }
     let (_, key) = owner
         .another_key(Access::ReadWrite, DatabaseScope::All)
@@ -150,7 +159,10 @@ async fn a_move_under_load_loses_no_acknowledged_write_and_shows_no_error() {
         errors.len()
     );
     assert!(stale.is_empty(), "stale reads: {stale:#?}");
-    assert!(acked.len() >= WRITERS, "the writers wrote ({requests} requests)");
+    assert!(
+        acked.len() >= WRITERS,
+        "the writers wrote ({requests} requests)"
+    );
 
     // Every acknowledged write, with its last acknowledged value, on the target.
     let mut listed = HashMap::new();
@@ -175,6 +187,10 @@ async fn a_move_under_load_loses_no_acknowledged_write_and_shows_no_error() {
         .map(|(rec, n)| format!("{rec}: acked {n}, now {:?}", listed.get(rec)))
         .collect();
     assert!(lost.is_empty(), "lost or changed writes: {lost:#?}");
-    assert_eq!(listed.len(), 50 + acked.len(), "no record appeared twice or from nowhere");
+    assert_eq!(
+        listed.len(),
+        50 + acked.len(),
+        "no record appeared twice or from nowhere"
+    );
     assert_nothing_left(&finished).await;
 }

@@ -59,7 +59,10 @@ async fn a_move_there_and_back_keeps_every_record_and_bumps_the_epoch() {
     let before = listed(api, &path).await;
     let first = move_done(&db, &there).await;
     assert_eq!(first.from, start.shard);
-    assert!(first.pause_ms.is_some(), "a done move reports its pause: {first:?}");
+    assert!(
+        first.pause_ms.is_some(),
+        "a done move reports its pause: {first:?}"
+    );
     assert!(first.finished_at.is_some(), "{first:?}");
     let moved = database(&db).await;
     assert_eq!(moved.epoch, start.epoch + 1);
@@ -84,7 +87,10 @@ async fn a_move_there_and_back_keeps_every_record_and_bumps_the_epoch() {
     .expect_error(400, "bad_request");
     let between = listed(api, &path).await;
     let second = move_done(&db, &start.shard).await;
-    assert_eq!((second.from.as_str(), second.to.as_str()), (there.as_str(), start.shard.as_str()));
+    assert_eq!(
+        (second.from.as_str(), second.to.as_str()),
+        (there.as_str(), start.shard.as_str())
+    );
     assert_eq!(database(&db).await.epoch, start.epoch + 2);
     assert_eq!(listed(api, &path).await, between);
     assert_eq!(between.as_array().map(Vec::len), Some(121));
@@ -100,7 +106,9 @@ async fn a_move_there_and_back_keeps_every_record_and_bumps_the_epoch() {
         .map(id)
         .collect();
     assert_eq!(mine, vec![second.id.clone(), first.id.clone()]);
-    let shown = cli(&["moves", "show", &first.id, "--json"]).await.move_object();
+    let shown = cli(&["moves", "show", &first.id, "--json"])
+        .await
+        .move_object();
     assert_eq!(shown.state, MoveState::Done);
     assert_eq!(shown.database_id, db);
     let db_json = cli(&["databases", "show", &db, "--json"]).await.json();

@@ -103,5 +103,8 @@ pub async fn dev_cluster_up(shards: Option<u32>) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    eprintln!("chaos: deploy/dev-cluster up{} done", shards.map(|n| format!(" (SHARDS={n})")).unwrap_or_default());
+    eprintln!(
+        "chaos: deploy/dev-cluster up{} done",
+        shards.map(|n| format!(" (SHARDS={n})")).unwrap_or_default()
+    );
 }

@@ -108,7 +108,15 @@ pub async fn cell_link(api: &Api, up: &Upload) -> String {
 /// After a move: the link handed out before it and a fresh one from the
 /// record both serve the same bytes.
 pub async fn assert_links_work(api: &Api, up: &Upload) {
-    assert_eq!(fetch(&up.link).await, (200, FILE.to_vec()), "the link from before the move");
+    assert_eq!(
+        fetch(&up.link).await,
+        (200, FILE.to_vec()),
+        "the link from before the move"
+    );
     let fresh = cell_link(api, up).await;
-    assert_eq!(fetch(&fresh).await, (200, FILE.to_vec()), "a link read after the move");
+    assert_eq!(
+        fetch(&fresh).await,
+        (200, FILE.to_vec()),
+        "a link read after the move"
+    );
 }

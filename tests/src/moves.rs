@@ -241,7 +241,9 @@ pub async fn shard_names() -> Vec<String> {
 }
 
 fn shard_number(name: &str) -> u32 {
-    name.trim_start_matches("shard-").parse().unwrap_or(u32::MAX)
+    name.trim_start_matches("shard-")
+        .parse()
+        .unwrap_or(u32::MAX)
 }
 
 /// A superuser session on a shard's PostgreSQL instance: the host of
@@ -264,10 +266,7 @@ pub async fn shard_admin(shard: &str) -> tokio_postgres::Client {
         .unwrap_or_else(|| url.host_str().unwrap_or("127.0.0.1").to_owned());
     let port = url.port().unwrap_or(5432);
     let dbname = url.path().trim_start_matches('/');
-    crate::postgres_connect(&format!(
-        "postgres://postgres@{host}:{port}/{dbname}"
-    ))
-    .await
+    crate::postgres_connect(&format!("postgres://postgres@{host}:{port}/{dbname}")).await
 }
 
 async fn count(pg: &tokio_postgres::Client, sql: &str, param: &str) -> i64 {
@@ -338,9 +337,24 @@ pub async fn copy_on(shard: &str, database_id: &str) -> ShardCopy {
 pub async fn replication_objects(shard: &str, name: &str) -> [i64; 3] {
     let pg = shard_admin(shard).await;
     [
-        count(&pg, "SELECT count(*) FROM pg_publication WHERE pubname LIKE $1", name).await,
-        count(&pg, "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE $1", name).await,
-        count(&pg, "SELECT count(*) FROM pg_subscription WHERE subname LIKE $1", name).await,
+        count(
+            &pg,
+            "SELECT count(*) FROM pg_publication WHERE pubname LIKE $1",
+            name,
+        )
+        .await,
+        count(
+            &pg,
+            "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE $1",
+            name,
+        )
+        .await,
+        count(
+            &pg,
+            "SELECT count(*) FROM pg_subscription WHERE subname LIKE $1",
+            name,
+        )
+        .await,
     ]
 }
 
@@ -355,7 +369,11 @@ pub async fn assert_nothing_left(m: &Move) {
     let name = replication_name(&m.id);
     loop {
         let placed = database(&m.database_id).await;
-        let other = if placed.shard == m.from { &m.to } else { &m.from };
+        let other = if placed.shard == m.from {
+            &m.to
+        } else {
+            &m.from
+        };
         let mut problems = Vec::new();
         for shard in [&m.from, &m.to] {
             let objects = replication_objects(shard, &name).await;

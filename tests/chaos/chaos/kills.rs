@@ -67,7 +67,10 @@ async fn kill_during(victim: Victim, state: MoveState) {
     );
     owner
         .api
-        .post(&records, json!({"records": [{"fields": {"Name": "after"}}]}))
+        .post(
+            &records,
+            json!({"records": [{"fields": {"Name": "after"}}]}),
+        )
         .await
         .expect_ok();
     assert_nothing_left(&ended).await;

@@ -42,7 +42,11 @@ async fn growing_to_three_shards_and_rebalancing_fills_the_new_one() {
     let weights: HashSet<u32> = list.shards.iter().map(|s| s.weight).collect();
     assert_eq!(weights.len(), 1, "equal weights: {:?}", list.shards);
     // A drain test that failed half-way must not skew the plan.
-    for s in list.shards.iter().filter(|s| s.state == ShardState::Draining) {
+    for s in list
+        .shards
+        .iter()
+        .filter(|s| s.state == ShardState::Draining)
+    {
         cli(&["shards", "activate", &s.name, "--json"]).await.json();
     }
 
@@ -64,7 +68,10 @@ async fn growing_to_three_shards_and_rebalancing_fills_the_new_one() {
     assert_eq!(moved.len(), plan.len(), "each database planned once");
     for (db, from, to) in &plan {
         assert_ne!(from, to);
-        assert!(before[to] < high, "{db} goes to {to}, already full: {before:?}");
+        assert!(
+            before[to] < high,
+            "{db} goes to {to}, already full: {before:?}"
+        );
     }
     if before["shard-3"] < low {
         assert!(!plan.is_empty(), "an empty new shard gets databases");
@@ -91,7 +98,11 @@ async fn growing_to_three_shards_and_rebalancing_fills_the_new_one() {
     for (db, records, ids) in &mine {
         let mut ids = ids.clone();
         ids.sort();
-        assert_eq!(&record_ids(&owner, records).await, &ids, "{db} kept its records");
+        assert_eq!(
+            &record_ids(&owner, records).await,
+            &ids,
+            "{db} kept its records"
+        );
     }
     assert_no_replication_objects().await;
 }
@@ -135,7 +146,11 @@ async fn draining_a_shard_empties_it_and_activate_undoes_it() {
         let mut ids = ids.clone();
         ids.sort();
         assert_ne!(database(db).await.shard, victim);
-        assert_eq!(&record_ids(&owner, records).await, &ids, "{db} kept its records");
+        assert_eq!(
+            &record_ids(&owner, records).await,
+            &ids,
+            "{db} kept its records"
+        );
     }
     cli(&["shards", "activate", &victim, "--json"]).await.json();
     assert_eq!(state(victim.clone()).await, ShardState::Active);
@@ -159,7 +174,10 @@ async fn a_move_between_shards_of_one_blob_store_keeps_attachment_links() {
         move_done(&db, local[0]).await;
     }
     let from = database(&db).await.shard;
-    let to = local.iter().find(|s| ***s != from).expect("another local shard");
+    let to = local
+        .iter()
+        .find(|s| ***s != from)
+        .expect("another local shard");
     let up = upload(&owner.api, &db).await;
     let m = move_done(&db, to).await;
     assert_links_work(&owner.api, &up).await;

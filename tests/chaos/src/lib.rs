@@ -58,7 +58,10 @@ pub async fn ensure_shards(n: usize) -> Vec<String> {
         dev_cluster_up(Some(n as u32)).await;
     }
     let names = shard_names().await;
-    assert!(names.len() >= n, "{n} shards registered after up: {names:?}");
+    assert!(
+        names.len() >= n,
+        "{n} shards registered after up: {names:?}"
+    );
     names
 }
 
