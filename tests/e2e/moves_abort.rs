@@ -161,3 +161,25 @@ async fn refused_cli_inputs_change_nothing() {
     let after = database(&db).await;
     assert_eq!((after.shard, after.epoch), (before.shard, before.epoch));
 }
+
+/// The leftovers check's own ground truth, without a move: a new database
+/// is on its shard (schema, catalog row, placement) and nowhere else, and
+/// no replication object carries a move's name.
+#[tokio::test]
+async fn a_new_database_is_held_by_its_shard_only() {
+    let owner = Person::new().await;
+    let (db, _) = small_database(&owner).await;
+    let placed = database(&db).await;
+    let held = copy_on(&placed.shard, &db).await;
+    assert!(held.schema && held.database_row, "{held:?}");
+    assert!(held.catalog_rows.contains(&"tables"), "{held:?}");
+    assert_eq!(held.publications, 0);
+    let other = other_shard(&placed.shard).await;
+    let elsewhere = copy_on(&other, &db).await;
+    assert!(elsewhere.is_empty(), "{other} has {elsewhere:?}");
+    let name = replication_name(&ids::new_untagged(Kind::Move));
+    assert!(name.starts_with("tmv_") && name.len() == 4 + 24, "{name}");
+    for shard in [&placed.shard, &other] {
+        assert_eq!(replication_objects(shard, &name).await, [0, 0, 0]);
+    }
+}
