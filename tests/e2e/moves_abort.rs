@@ -6,7 +6,10 @@
 
 use cluster_protocol::control::MoveState;
 use cluster_protocol::ids::{self, Kind};
-use e2e_tests::moves::{assert_nothing_left, cli, database, start_move, wait_finished, wait_state};
+use e2e_tests::moves::{
+    assert_nothing_left, cli, copy_on, database, replication_name, replication_objects, start_move,
+    wait_finished, wait_state,
+};
 use e2e_tests::{id, ids_in, Person};
 use serde_json::json;
 
