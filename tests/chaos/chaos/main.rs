@@ -4,4 +4,5 @@
 //! grows it to three shards, rebalances, drains and moves files.
 
 mod kills;
+mod restart;
 mod scale;
