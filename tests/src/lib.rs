@@ -6,6 +6,7 @@
 
 pub mod cluster_ops;
 pub mod files;
+pub mod leftovers;
 pub mod moves;
 pub mod receiver;
 pub mod stores;
