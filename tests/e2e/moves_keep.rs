@@ -108,7 +108,7 @@ async fn a_move_keeps_links_lookups_formulas_trash_views_webhooks_files_and_book
     } else {
         eprintln!(
             "moves_keep: {from} and {to} use different blob stores: the attachment part \
-             runs in chaos-tests (a_move_keeps_attachment_links)"
+             runs in chaos-tests (scale::a_move_between_shards_of_one_blob_store_keeps_attachment_links)"
         );
         None
     };
