@@ -4,6 +4,11 @@
 //! like any API user would. Every test makes its own users, keys and
 //! databases, so tests run in parallel in any order.
 
+pub mod cluster_ops;
+pub mod files;
+pub mod leftovers;
+pub mod moves;
+pub mod receiver;
 pub mod stores;
 
 use std::collections::HashMap;
@@ -27,7 +32,7 @@ impl Cluster {
     }
 }
 
-fn parse_env_file(text: &str) -> HashMap<String, String> {
+pub(crate) fn parse_env_file(text: &str) -> HashMap<String, String> {
     text.lines()
         .filter_map(|line| {
             let line = line.trim().strip_prefix("export ").unwrap_or(line.trim());

@@ -1,0 +1,8 @@
+//! One test binary for the chaos tests; run them one at a time
+//! (`--test-threads=1`, as deploy/test does). libtest runs them in name
+//! order: the kills on the two-shard cluster first, then `scale`, which
+//! grows it to three shards, rebalances, drains and moves files.
+
+mod kills;
+mod restart;
+mod scale;

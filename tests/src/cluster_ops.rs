@@ -1,0 +1,110 @@
+//! Disturbing the whole test cluster, for the `chaos-tests` package (its
+//! tests run one at a time): `kill -9` of one component by its pid file
+//! (`DEV_CLUSTER_DIR/run/<component>.pid`: `router`, `control-plane`,
+//! `shard-<i>`, `redis`) and `deploy/dev-cluster up` to start whatever is
+//! not running, or to grow the cluster (`SHARDS=N`). Never used by the
+//! parallel e2e suite.
+
+use std::time::{Duration, Instant};
+
+use crate::moves::env_file;
+
+/// The repository's root (this crate lives in `tests/`).
+pub fn repo_root() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/..").to_owned()
+}
+
+fn cluster_dir() -> String {
+    env_file()
+        .get("DEV_CLUSTER_DIR")
+        .cloned()
+        .expect("the env file names DEV_CLUSTER_DIR (deploy/dev-cluster writes it)")
+}
+
+/// The pid in `run/<component>.pid`.
+pub fn pid_of(component: &str) -> u32 {
+    let path = format!("{}/run/{component}.pid", cluster_dir());
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("read {path}: {e}"))
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{path} holds a pid: {e}"))
+}
+
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // A zombie (state Z after the command name) is dead for us.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// `kill -9` of a component; returns once its process is gone.
+pub fn kill9(component: &str) {
+    let pid = pid_of(component);
+    assert!(alive(pid), "{component} (pid {pid}) is not running");
+    let status = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -9 {pid} ({component})");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(pid) {
+        assert!(Instant::now() < deadline, "{component} survived kill -9");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!("chaos: killed {component} (pid {pid})");
+}
+
+/// `deploy/dev-cluster up` on the running test cluster: starts whatever
+/// is not running, keeping data; with `shards`, grows it to that many.
+/// Uses the built binaries (`DEV_CLUSTER_BIN_DIR`: no cargo build while
+/// the tests run) and the cluster's own directory; the knobs deploy/test
+/// exported (blob stores, timeouts, ports) pass through, and the env
+/// file's blob-store settings fill in what a hand run lacks.
+pub async fn dev_cluster_up(shards: Option<u32>) {
+    let env = env_file();
+    let mut cmd = tokio::process::Command::new(format!("{}/deploy/dev-cluster", repo_root()));
+    cmd.arg("up")
+        .env("DEV_CLUSTER_DIR", cluster_dir())
+        .env("DEV_CLUSTER_BIN_DIR", &env["BIN_DIR"])
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    for name in [
+        "SHARD_BLOB_STORES",
+        "S3_ENDPOINT",
+        "S3_REGION",
+        "S3_BUCKET",
+        "S3_ACCESS_KEY_ID",
+        "S3_SECRET_ACCESS_KEY",
+        "S3_FORCE_PATH_STYLE",
+    ] {
+        if std::env::var_os(name).is_none() {
+            if let Some(v) = env.get(name) {
+                cmd.env(name, v);
+            }
+        }
+    }
+    match shards {
+        Some(n) => cmd.env("SHARDS", n.to_string()),
+        // The layout file knows the count; an inherited SHARDS must not shrink it.
+        None => cmd.env_remove("SHARDS"),
+    };
+    let limit = Duration::from_secs(300);
+    let out = tokio::time::timeout(limit, cmd.output())
+        .await
+        .unwrap_or_else(|_| panic!("deploy/dev-cluster up still running after {limit:?}"))
+        .expect("run deploy/dev-cluster up");
+    assert!(
+        out.status.success(),
+        "deploy/dev-cluster up failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!(
+        "chaos: deploy/dev-cluster up{} done",
+        shards.map(|n| format!(" (SHARDS={n})")).unwrap_or_default()
+    );
+}
