@@ -244,3 +244,20 @@ pub async fn enter(ctx: &Ctx, state: MoveState) -> anyhow::Result<()> {
     ctx.delay().await;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fatal_errors_are_found_through_context() {
+        let e: anyhow::Result<()> = Err(fatal("table t has no primary key"));
+        let e = e.context("introspect").context("copy").unwrap_err();
+        assert_eq!(
+            fatal_message(&e).as_deref(),
+            Some("table t has no primary key")
+        );
+        let transient = anyhow::anyhow!("connection refused").context("connect");
+        assert_eq!(fatal_message(&transient), None);
+    }
+}
