@@ -100,10 +100,7 @@ async fn wait_copied(ctx: &Ctx, target: &Admin) -> anyhow::Result<bool> {
         if total > 0 && ready == total {
             return Ok(true);
         }
-        let m = moves::get(&**catalog, &ctx.id)
-            .await?
-            .context("move vanished")?;
-        if m.abort_requested {
+        if ctx.abort_requested().await? {
             return Ok(false);
         }
         let errors = replication::worker_errors(&**target, &ctx.name).await?;

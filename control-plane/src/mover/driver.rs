@@ -54,6 +54,8 @@ pub struct Ctx {
     pub name: String,
     pub budget: Duration,
     pub step_delay: Duration,
+    /// The catalog session holding the move's advisory lock.
+    lock: Arc<tokio_postgres::Client>,
 }
 
 impl Ctx {
@@ -75,7 +77,13 @@ impl Ctx {
             .with_context(|| format!("move {} vanished from the catalog", self.id))
     }
 
+    /// Whether an abort was requested; an error once this driver lost its
+    /// lock (another control plane may drive the move now). Long waits
+    /// call it on every round.
     pub async fn abort_requested(&self) -> anyhow::Result<bool> {
+        if self.lock.is_closed() {
+            anyhow::bail!("lost the catalog session holding move {}'s lock", self.id);
+        }
         Ok(self.reload().await?.abort_requested)
     }
 
@@ -94,7 +102,11 @@ impl Ctx {
             .0)
     }
 
-    async fn load(state: &AppState, row: &moves::MoveRow) -> anyhow::Result<Self> {
+    async fn load(
+        state: &AppState,
+        row: &moves::MoveRow,
+        lock: Arc<tokio_postgres::Client>,
+    ) -> anyhow::Result<Self> {
         let client = state.pool.get().await.context("catalog connection")?;
         let all = shards::list(&**client).await?;
         let find = |name: &str| {
@@ -113,6 +125,7 @@ impl Ctx {
             name: sql::object_name(&row.api.id)?,
             budget: Duration::from_millis(u64::try_from(row.api.pause_budget_ms).unwrap_or(0)),
             step_delay: Duration::from_millis(u64::try_from(row.step_delay_ms).unwrap_or(0)),
+            lock,
         })
     }
 }
@@ -124,7 +137,8 @@ pub async fn drive(state: AppState, catalog_dsn: Arc<Secret>, id: String) -> any
         .await
         .context("open the driver's catalog session")?;
     let conn = tokio::spawn(conn);
-    let result = drive_locked(&state, &lock, &id).await;
+    let lock = Arc::new(lock);
+    let result = drive_locked(&state, lock.clone(), &id).await;
     drop(lock);
     conn.abort();
     result
@@ -132,16 +146,16 @@ pub async fn drive(state: AppState, catalog_dsn: Arc<Secret>, id: String) -> any
 
 async fn drive_locked(
     state: &AppState,
-    lock: &tokio_postgres::Client,
+    lock: Arc<tokio_postgres::Client>,
     id: &str,
 ) -> anyhow::Result<bool> {
-    if !moves::try_lock_driver(lock, id).await? {
+    if !moves::try_lock_driver(&*lock, id).await? {
         return Ok(false);
     }
     let first = moves::get(&**state.pool.get().await?, id)
         .await?
         .with_context(|| format!("move {id} vanished"))?;
-    let ctx = Ctx::load(state, &first).await?;
+    let ctx = Ctx::load(state, &first, lock.clone()).await?;
     let mut backoff = BACKOFF_MIN;
     loop {
         if lock.is_closed() {
@@ -243,4 +257,21 @@ pub async fn enter(ctx: &Ctx, state: MoveState) -> anyhow::Result<()> {
     moves::set_state(&**ctx.catalog().await?, &ctx.id, state).await?;
     ctx.delay().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fatal_errors_are_found_through_context() {
+        let e: anyhow::Result<()> = Err(fatal("table t has no primary key"));
+        let e = e.context("introspect").context("copy").unwrap_err();
+        assert_eq!(
+            fatal_message(&e).as_deref(),
+            Some("table t has no primary key")
+        );
+        let transient = anyhow::anyhow!("connection refused").context("connect");
+        assert_eq!(fatal_message(&transient), None);
+    }
 }

@@ -15,7 +15,7 @@ use super::sql::{self, quote_ident};
 
 /// Objects of the schema the mover cannot copy, as `kind name` strings.
 const UNKNOWN_OBJECTS: &str = "
-SELECT 'relation ' || c.relname || ' (relkind ' || c.relkind || ')'
+SELECT 'relation ' || c.relname || ' (relkind ' || c.relkind::text || ')'
   FROM pg_class c
  WHERE c.relnamespace = $1::text::regnamespace
    AND (c.relkind NOT IN ('r', 'i', 'S') OR c.relispartition OR c.relrowsecurity
@@ -33,7 +33,7 @@ SELECT 'type ' || t.typname FROM pg_type t
    AND NOT (t.typcategory = 'A' AND EXISTS (
          SELECT 1 FROM pg_type e WHERE e.oid = t.typelem AND e.typrelid <> 0))
 UNION ALL
-SELECT 'constraint ' || n.conname || ' (contype ' || n.contype || ')' FROM pg_constraint n
+SELECT 'constraint ' || n.conname || ' (contype ' || n.contype::text || ')' FROM pg_constraint n
  WHERE n.connamespace = $1::text::regnamespace AND n.contype NOT IN ('p', 'u', 'c', 'f')
 UNION ALL
 SELECT 'foreign key ' || n.conname || ' to another schema' FROM pg_constraint n
