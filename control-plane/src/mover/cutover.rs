@@ -146,6 +146,7 @@ async fn attempt(ctx: &Ctx) -> anyhow::Result<Outcome> {
     let pause = i32::try_from(ms(start.elapsed())).unwrap_or(i32::MAX);
     flip(ctx, epoch, new_epoch, pause).await?;
     ctx.state.redis.announce_placement(&ctx.database_id).await;
+    wake_deliverer(&target).await;
     tracing::info!(
         move_id = ctx.id,
         database_id = ctx.database_id,
@@ -198,6 +199,20 @@ async fn fence(
     shard_catalog::set_marker(&tx, &ctx.database_id, marker).await?;
     tx.commit().await.context("commit the fence")?;
     Ok(None)
+}
+
+/// The target's webhook deliverer sleeps until its next due delivery among
+/// the databases it served so far: the moved database's pending deliveries
+/// wake it now (its `LISTEN` channel). Best effort: its periodic pass finds
+/// them otherwise.
+async fn wake_deliverer(target: &Admin) {
+    const DELIVERER_CHANNEL: &str = "webhook_deliveries";
+    if let Err(e) = target
+        .execute("SELECT pg_notify($1, '')", &[&DELIVERER_CHANNEL])
+        .await
+    {
+        tracing::warn!(error = %e, "mover: could not wake the target's deliverer");
+    }
 }
 
 fn is_lock_timeout(e: &anyhow::Error) -> bool {

@@ -158,9 +158,17 @@ async fn start_pending(state: &AppState) -> anyhow::Result<()> {
     let unfinished = moves::unfinished(&*tx).await?;
     let mut slots = Slots::of(&unfinished);
     let knobs = &state.moves;
+    let now = chrono::Utc::now();
+    // A move's test delay applies to `pending` too: it starts only once it
+    // has sat there that long (the chaos and abort tests act in `pending`).
+    let delay_over = |m: &&moves::MoveRow| {
+        now.signed_duration_since(m.api.created_at).num_milliseconds()
+            >= i64::from(m.step_delay_ms)
+    };
     for m in unfinished
         .iter()
         .filter(|m| m.api.state == MoveState::Pending)
+        .filter(delay_over)
     {
         if slots.fits(&m.api.from, &m.api.to, knobs.per_shard, knobs.max)
             && moves::start(&*tx, &m.api.id).await?
