@@ -162,7 +162,8 @@ async fn start_pending(state: &AppState) -> anyhow::Result<()> {
     // A move's test delay applies to `pending` too: it starts only once it
     // has sat there that long (the chaos and abort tests act in `pending`).
     let delay_over = |m: &&moves::MoveRow| {
-        now.signed_duration_since(m.api.created_at).num_milliseconds()
+        now.signed_duration_since(m.api.created_at)
+            .num_milliseconds()
             >= i64::from(m.step_delay_ms)
     };
     for m in unfinished
