@@ -65,7 +65,7 @@ pub async fn fetch(link: &str) -> (u16, Vec<u8>) {
 }
 
 /// Makes table "Docs" with an attachment field in `db`, a record, and
-/// uploads [`FILE`] into it; asserts its link serves the bytes.
+/// uploads [`FILE`] into its cell; asserts its link serves the bytes.
 pub async fn upload(api: &Api, db: &str) -> Upload {
     let table = id(&api.create_table(db, "Docs").await);
     let field = id(&api
@@ -85,8 +85,16 @@ pub async fn upload(api: &Api, db: &str) -> Upload {
             one_file_form(&field, &record, FILE),
         )
         .await;
-    let link = r.expect_ok()["url"].as_str().expect("a url").to_owned();
+    let uploaded = r.expect_ok();
+    let link = uploaded["url"].as_str().expect("a url").to_owned();
     assert_eq!(fetch(&link).await, (200, FILE.to_vec()));
+    // An upload is not in the cell until a write puts its id there (part B).
+    api.patch(
+        &format!("/api/tables/{table}/records/{record}"),
+        json!({"fields": {"Files": [id(&uploaded)]}}),
+    )
+    .await
+    .expect_ok();
     Upload {
         table,
         record,

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::admin::Admin;
+use super::catchup::new_marker;
 use super::driver::{fatal, Ctx};
 use super::{admin, replication, schema_copy, shard_catalog};
 use crate::catalog::moves;
@@ -30,7 +31,7 @@ pub async fn run(ctx: &Ctx) -> anyhow::Result<bool> {
     replication::create_publication(&*source, &ctx.name, &ctx.database_id).await?;
     let conninfo = admin::conninfo_literal(&admin::config(&ctx.from.postgres, &ctx.knobs)?)?;
     replication::create_subscription(&*target, &ctx.name, &conninfo).await?;
-    if !wait_copied(ctx, &target).await? {
+    if !wait_copied(ctx, &source, &target).await? {
         return Ok(false);
     }
     schema_copy::create_after_copy(&*target, &ctx.database_id, &copy).await?;
@@ -84,7 +85,12 @@ pub async fn drop_target_copy(ctx: &Ctx, target: &mut Admin) -> anyhow::Result<(
 
 /// Waits until every table of the subscription is `ready`, recording the
 /// progress; false when an abort was requested meanwhile.
-async fn wait_copied(ctx: &Ctx, target: &Admin) -> anyhow::Result<bool> {
+///
+/// A table whose initial copy is done becomes `ready` only once the apply
+/// worker has received a change past the copy's end. On a source with no
+/// other traffic nothing would come, so every round writes a probe marker
+/// (a published change to this database's row) on the source.
+async fn wait_copied(ctx: &Ctx, source: &Admin, target: &Admin) -> anyhow::Result<bool> {
     let mut errors_before = None;
     loop {
         let (total, ready) = replication::sync_progress(&**target, &ctx.name).await?;
@@ -114,6 +120,9 @@ async fn wait_copied(ctx: &Ctx, target: &Admin) -> anyhow::Result<bool> {
             moves::set_error(&**catalog, &ctx.id, Some(&shown)).await?;
         }
         drop(catalog);
+        shard_catalog::set_marker(&**source, &ctx.database_id, &new_marker("copy"))
+            .await
+            .context("write a probe marker on the source")?;
         tokio::time::sleep(PROGRESS_EVERY).await;
     }
 }
