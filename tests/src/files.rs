@@ -90,8 +90,8 @@ pub async fn upload(api: &Api, db: &str) -> Upload {
     assert_eq!(fetch(&link).await, (200, FILE.to_vec()));
     // An upload is not in the cell until a write puts its id there (part B).
     api.patch(
-        &format!("/api/tables/{table}/records/{record}"),
-        json!({"fields": {"Files": [id(&uploaded)]}}),
+        &format!("/api/tables/{table}/records"),
+        json!({"records": [{"id": record, "fields": {"Files": [id(&uploaded)]}}]}),
     )
     .await
     .expect_ok();

@@ -70,30 +70,34 @@ impl DatabasePatch {
     }
 }
 
-/// Writes the patch in one fenced transaction ([`Db::in_transaction`]):
-/// the name, then the colour, each its own statement.
+/// Writes the patch as part B says: the name, then the colour, as two
+/// separate statements (each bumps `updated_at`), not one transaction. Each
+/// runs in its own fenced transaction ([`Db::in_transaction`]), so neither
+/// lands on a copy a move has fenced. The reply is read after the last write.
 pub async fn apply(
     db: &Db,
     database_id: &str,
     user_id: &str,
     patch: &DatabasePatch,
 ) -> ApiResult<Database> {
-    let op = match patch.name {
-        Some(_) => DbOp::RenameDatabase,
-        None => DbOp::RecolorDatabase,
-    };
-    db.in_transaction(database_id, op, async |tx| {
-        if let Some(name) = &patch.name {
+    if let Some(name) = &patch.name {
+        db.in_transaction(database_id, DbOp::RenameDatabase, async |tx| {
             databases::set_name(tx, database_id, name, user_id).await?;
-        }
-        if let Some(color) = patch.color {
+            Ok(())
+        })
+        .await?;
+    }
+    if let Some(color) = patch.color {
+        db.in_transaction(database_id, DbOp::RecolorDatabase, async |tx| {
             databases::set_color(tx, database_id, color, user_id).await?;
-        }
-        databases::get(tx, database_id)
-            .await?
-            .ok_or(ApiError::NotFound)
-    })
-    .await
+            Ok(())
+        })
+        .await?;
+    }
+    let client = db.client_for(database_id).await?;
+    databases::get(&*client, database_id)
+        .await?
+        .ok_or(ApiError::NotFound)
 }
 
 #[cfg(test)]
