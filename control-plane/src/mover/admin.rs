@@ -63,10 +63,15 @@ pub async fn connect(shard: &Shard, knobs: &MoveConfig) -> anyhow::Result<Admin>
             tracing::debug!(shard = name, error = %e, "admin connection ended");
         }
     });
+    // Synchronous commit whatever the instance's default: the walsender
+    // sends only flushed WAL, so an asynchronous commit of a probe marker
+    // would reach the target only when the WAL writer next flushes (up to
+    // a few hundred ms on an idle instance), and catch-up would read that
+    // as replication lag that never fits the budget.
     client
-        .batch_execute("SET TimeZone = 'UTC'")
+        .batch_execute("SET TimeZone = 'UTC'; SET synchronous_commit = on")
         .await
-        .context("set admin session time zone")?;
+        .context("set up the admin session")?;
     Ok(Admin {
         client,
         shard: shard.name.clone(),
