@@ -268,21 +268,25 @@ pub async fn set_fence_lsn(db: &impl Db, id: &str, lsn: &str) -> anyhow::Result<
 }
 
 /// The flip's move half: `cleanup`, with the pause and the new epoch.
+/// Moves the move to `cleanup` unless an abort was requested; false then
+/// (the caller rolls its flip back). The row lock orders it with
+/// `request_abort`: whichever commits first wins.
 pub async fn set_flipped(
     db: &impl Db,
     id: &str,
     pause_ms: i32,
     new_epoch: i64,
-) -> anyhow::Result<()> {
-    db.execute(
-        "UPDATE moves SET state = 'cleanup', pause_ms = $2, new_epoch = $3, flipped_at = now(),
-                error = NULL, updated_at = now()
-         WHERE id = $1",
-        &[&id, &pause_ms, &new_epoch],
-    )
-    .await
-    .context("record flip")?;
-    Ok(())
+) -> anyhow::Result<bool> {
+    let n = db
+        .execute(
+            "UPDATE moves SET state = 'cleanup', pause_ms = $2, new_epoch = $3, flipped_at = now(),
+                    error = NULL, updated_at = now()
+             WHERE id = $1 AND NOT abort_requested",
+            &[&id, &pause_ms, &new_epoch],
+        )
+        .await
+        .context("record flip")?;
+    Ok(n == 1)
 }
 
 pub async fn set_convergence(db: &impl Db, id: &str, ms: Option<i32>) -> anyhow::Result<()> {

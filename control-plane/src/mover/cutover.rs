@@ -24,6 +24,8 @@ enum Outcome {
     OverBudget(String),
     /// The copies differ: the move is aborted.
     Mismatch(String),
+    /// `moves abort` came first: rolled back, the driver then aborts.
+    AbortRequested,
 }
 
 /// Runs attempt `attempts` of the cutover (the move is in `cutover`).
@@ -34,6 +36,7 @@ pub async fn run(ctx: &Ctx, attempts: i32) -> anyhow::Result<()> {
             rollback(ctx).await?;
             after_failed_attempt(ctx, attempts, &why).await
         }
+        Ok(Outcome::AbortRequested) => rollback(ctx).await,
         Ok(Outcome::Mismatch(why)) => {
             rollback(ctx).await?;
             moves::request_abort(&**ctx.catalog().await?, &ctx.id, &why).await
@@ -76,6 +79,9 @@ fn ms(d: std::time::Duration) -> i64 {
 }
 
 async fn attempt(ctx: &Ctx) -> anyhow::Result<Outcome> {
+    if ctx.abort_requested().await? {
+        return Ok(Outcome::AbortRequested);
+    }
     let mut source = ctx.source().await?;
     let target = ctx.target().await?;
     let copy = schema_copy::introspect(&*source, &ctx.database_id).await?;
@@ -144,7 +150,9 @@ async fn attempt(ctx: &Ctx) -> anyhow::Result<Outcome> {
     }
     // (h) the flip; (i) the invalidation.
     let pause = i32::try_from(ms(start.elapsed())).unwrap_or(i32::MAX);
-    flip(ctx, epoch, new_epoch, pause).await?;
+    if !flip(ctx, epoch, new_epoch, pause).await? {
+        return Ok(Outcome::AbortRequested);
+    }
     ctx.state.redis.announce_placement(&ctx.database_id).await;
     wake_deliverer(&target).await;
     tracing::info!(
@@ -252,10 +260,11 @@ async fn copy_sequences(
 }
 
 /// One catalog transaction: the database's shard and epoch, the hold
-/// cleared, the move in `cleanup`. A lost commit reply is checked against
-/// the catalog, so a flip that happened is never rolled back.
-async fn flip(ctx: &Ctx, epoch: i64, new_epoch: i64, pause_ms: i32) -> anyhow::Result<()> {
-    let result: anyhow::Result<()> = async {
+/// cleared, the move in `cleanup`; false (nothing changed) when an abort
+/// was requested first. A lost commit reply is checked against the
+/// catalog, so a flip that happened is never rolled back.
+async fn flip(ctx: &Ctx, epoch: i64, new_epoch: i64, pause_ms: i32) -> anyhow::Result<bool> {
+    let result: anyhow::Result<bool> = async {
         let mut client = ctx.catalog().await?;
         let tx = client.transaction().await.context("begin the flip")?;
         let current = moves::placement_for_update(&*tx, &ctx.database_id).await?;
@@ -264,18 +273,21 @@ async fn flip(ctx: &Ctx, epoch: i64, new_epoch: i64, pause_ms: i32) -> anyhow::R
                 "the database's placement changed during the cutover: {current:?}"
             )));
         }
+        if !moves::set_flipped(&*tx, &ctx.id, pause_ms, new_epoch).await? {
+            return Ok(false);
+        }
         moves::flip_placement(&*tx, &ctx.database_id, &ctx.to.name, new_epoch).await?;
-        moves::set_flipped(&*tx, &ctx.id, pause_ms, new_epoch).await?;
-        tx.commit().await.context("commit the flip")
+        tx.commit().await.context("commit the flip")?;
+        Ok(true)
     }
     .await;
-    if let Err(e) = result {
-        if ctx.placed_on().await.ok().as_deref() == Some(ctx.to.name.as_str()) {
-            return Ok(());
+    match result {
+        Err(e) if ctx.placed_on().await.ok().as_deref() == Some(ctx.to.name.as_str()) => {
+            tracing::debug!(error = format!("{e:#}"), "mover: the flip committed");
+            Ok(true)
         }
-        return Err(e);
+        other => other,
     }
-    Ok(())
 }
 
 /// Undoes an attempt that did not flip: the source serves again
