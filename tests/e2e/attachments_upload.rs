@@ -74,17 +74,7 @@ fn png(width: u32, height: u32) -> Vec<u8> {
 /// A link as a browser would follow it: the cluster's own file route
 /// through the router (without an API key), or a presigned S3 URL.
 async fn fetch(link: &str, range: Option<&str>) -> reqwest::Response {
-    let url = reqwest::Url::parse(link).expect("a link is a URL");
-    let target = if url.path().starts_with("/api/files/") {
-        format!(
-            "{}{}?{}",
-            cluster().router_url,
-            url.path(),
-            url.query().unwrap_or_default()
-        )
-    } else {
-        link.to_owned()
-    };
+    let target = e2e_tests::files::link_target(link);
     let mut req = reqwest::Client::new()
         .get(target)
         .header("x-forwarded-for", fresh_address());

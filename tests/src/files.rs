@@ -41,10 +41,11 @@ fn one_file_form(field: &str, record: &str, bytes: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Status and body of a link, followed without an API key.
-pub async fn fetch(link: &str) -> (u16, Vec<u8>) {
+/// Where a browser would fetch `link`: the cluster's own file route
+/// through this cluster's router, or a presigned S3 URL as it is.
+pub fn link_target(link: &str) -> String {
     let url = reqwest::Url::parse(link).expect("a link is a URL");
-    let target = if url.path().starts_with("/api/files/") {
+    if url.path().starts_with("/api/files/") {
         format!(
             "{}{}?{}",
             cluster().router_url,
@@ -53,7 +54,12 @@ pub async fn fetch(link: &str) -> (u16, Vec<u8>) {
         )
     } else {
         link.to_owned()
-    };
+    }
+}
+
+/// Status and body of a link, followed without an API key.
+pub async fn fetch(link: &str) -> (u16, Vec<u8>) {
+    let target = link_target(link);
     let resp = reqwest::Client::new()
         .get(target)
         .header("x-forwarded-for", fresh_address())
