@@ -76,17 +76,9 @@ impl LocalStore {
     ) -> Result<u64, BlobError> {
         let path = self.path(key)?;
         let dir = path.parent().context("a blob path has a parent")?;
-        tokio::fs::create_dir_all(dir)
-            .await
-            .with_context(|| format!("create {}", dir.display()))?;
         let temp = TempFile(Some(dir.join(format!(".tmp-{}", random_suffix()))));
         let temp_path = temp.path().to_owned();
-        let mut file = tokio::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp_path)
-            .await
-            .with_context(|| format!("create {}", temp_path.display()))?;
+        let mut file = create_in(dir, &temp_path).await?;
         let mut size = 0;
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(BlobError::Body)?;
@@ -152,6 +144,35 @@ impl LocalStore {
             let _ = tokio::fs::remove_dir(dir).await;
         }
         Ok(())
+    }
+}
+
+/// Creates `temp_path` in `dir`, making `dir` first. A delete of another
+/// variant of the same attachment removes the directory once it looks
+/// empty, so it may vanish between the two steps: then both are tried
+/// again.
+async fn create_in(dir: &Path, temp_path: &Path) -> Result<tokio::fs::File, BlobError> {
+    const ATTEMPTS: usize = 5;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        tokio::fs::create_dir_all(dir)
+            .await
+            .with_context(|| format!("create {}", dir.display()))?;
+        match tokio::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(temp_path)
+            .await
+        {
+            Ok(file) => return Ok(file),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && attempt < ATTEMPTS => continue,
+            Err(e) => {
+                return Err(anyhow::Error::new(e)
+                    .context(format!("create {}", temp_path.display()))
+                    .into())
+            }
+        }
     }
 }
 

@@ -130,23 +130,22 @@ pub fn remove_stale_temp_files(root: &Path, older_than: Duration) -> usize {
             .and_then(|n| n.to_str())
             .is_some_and(|n| n.starts_with(TEMP_PREFIX))
     };
+    let remove = |p: &Path| is_temp(p) && p.is_file() && stale(p) && std::fs::remove_file(p).is_ok();
     let mut removed = 0;
-    let mut remove = |p: &Path| {
-        if is_temp(p) && p.is_file() && stale(p) && std::fs::remove_file(p).is_ok() {
-            removed += 1;
-        }
-    };
     for top in entries(root) {
         if top.is_dir() {
             for attachment in entries(&top).into_iter().filter(|p| p.is_dir()) {
-                for file in entries(&attachment) {
-                    remove(&file);
+                let here = entries(&attachment).iter().filter(|f| remove(f)).count();
+                removed += here;
+                // Gone when the crashed write was its only file. A directory
+                // that had no stale file is left alone: an upload may have
+                // just made it and be about to create its file.
+                if here > 0 {
+                    let _ = std::fs::remove_dir(&attachment);
                 }
-                // Gone when the crashed write was its only file.
-                let _ = std::fs::remove_dir(&attachment);
             }
-        } else {
-            remove(&top);
+        } else if remove(&top) {
+            removed += 1;
         }
     }
     removed
@@ -266,6 +265,27 @@ mod tests {
         assert_eq!(remove_stale_temp_files(&root, Duration::ZERO), 2);
         assert!(att.join("original").exists());
         assert!(!att.join(".tmp-crashed").exists());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// An upload makes its attachment's directory, then its temporary file:
+    /// a pass in between must not take the directory from under it. One
+    /// whose only file was a stale temporary file goes.
+    #[test]
+    fn an_empty_directory_of_a_write_in_flight_is_kept() {
+        let root = std::env::temp_dir().join(format!(
+            "tabula-sweeper-{}",
+            cluster_protocol::ids::random_token(8)
+        ));
+        let fresh = root.join("db_Ab3dZ1234567").join("att_Ab3dZ0000001");
+        let crashed = root.join("db_Ab3dZ1234567").join("att_Ab3dZ0000002");
+        std::fs::create_dir_all(&fresh).unwrap();
+        std::fs::create_dir_all(&crashed).unwrap();
+        std::fs::write(crashed.join(".tmp-crashed"), b"left").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(remove_stale_temp_files(&root, Duration::ZERO), 1);
+        assert!(fresh.is_dir());
+        assert!(!crashed.exists());
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

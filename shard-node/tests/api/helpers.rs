@@ -214,6 +214,7 @@ async fn spawn_node_with(
     webhooks: shard_node::config::WebhookSettings,
     blobs: blobstore::Settings,
 ) -> TestApp {
+    show_node_errors();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let config = Config {
@@ -236,6 +237,18 @@ async fn spawn_node_with(
         }
     });
     connect_to(addr, &url).await
+}
+
+/// The nodes' WARN and ERROR lines go to the output of the test that
+/// caused them (printed when it fails), so a 500 shows its cause.
+fn show_node_errors() {
+    static INIT: std::sync::Once = std::sync::Once::new();
+    INIT.call_once(|| {
+        let _ = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::WARN)
+            .with_test_writer()
+            .try_init();
+    });
 }
 
 /// Waits for the node at `addr` to be healthy and connects to its database.
