@@ -130,7 +130,8 @@ pub fn remove_stale_temp_files(root: &Path, older_than: Duration) -> usize {
             .and_then(|n| n.to_str())
             .is_some_and(|n| n.starts_with(TEMP_PREFIX))
     };
-    let remove = |p: &Path| is_temp(p) && p.is_file() && stale(p) && std::fs::remove_file(p).is_ok();
+    let remove =
+        |p: &Path| is_temp(p) && p.is_file() && stale(p) && std::fs::remove_file(p).is_ok();
     let mut removed = 0;
     for top in entries(root) {
         if top.is_dir() {
