@@ -11,7 +11,7 @@ use crate::forward::X_FORWARDED_FOR;
 use crate::routes::{classify, Route};
 use crate::state::AppState;
 use crate::trace::RequestSpan;
-use crate::{auth, bearer, databases, files, health, proxy, whoami};
+use crate::{auth, bearer, databases, files, health, openapi, proxy, whoami};
 
 /// The owned form of a route, so the request can be consumed afterwards.
 enum Target {
@@ -49,6 +49,12 @@ async fn dispatch(
         Route::Health => {
             return match auth::shield(state, req.headers(), &address).await {
                 Ok(()) => health::answer(state).await,
+                Err(e) => e.into_response(),
+            }
+        }
+        Route::OpenApi => {
+            return match auth::shield(state, req.headers(), &address).await {
+                Ok(()) => openapi::answer(),
                 Err(e) => e.into_response(),
             }
         }

@@ -7,6 +7,8 @@ use http::Method;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route<'a> {
     Health,
+    /// `GET /api/openapi.json`: the API's description, no key.
+    OpenApi,
     Whoami,
     ListDatabases,
     CreateDatabase,
@@ -56,6 +58,7 @@ pub fn classify<'a>(method: &Method, path: &'a str) -> Route<'a> {
     };
     match rest {
         "health" if method == Method::GET => return Route::Health,
+        "openapi.json" if method == Method::GET => return Route::OpenApi,
         "meta/whoami" if method == Method::GET => return Route::Whoami,
         "databases" if method == Method::GET => return Route::ListDatabases,
         "databases" if method == Method::POST => return Route::CreateDatabase,
@@ -94,6 +97,11 @@ mod tests {
     fn router_answered_routes() {
         assert_eq!(classify(&Method::GET, "/api/health"), Route::Health);
         assert_eq!(classify(&Method::POST, "/api/health"), Route::NotFound);
+        assert_eq!(classify(&Method::GET, "/api/openapi.json"), Route::OpenApi);
+        assert_eq!(
+            classify(&Method::POST, "/api/openapi.json"),
+            Route::NotFound
+        );
         assert_eq!(classify(&Method::GET, "/api/meta/whoami"), Route::Whoami);
         assert_eq!(
             classify(&Method::GET, "/api/databases"),
