@@ -262,7 +262,9 @@ def main():
     if os.environ.get("FUZZ_SEED"):
         cmd += ["--seed", os.environ["FUZZ_SEED"]]
     print(f"api-fuzz: schemathesis against {base} (report: {work})", file=sys.stderr)
-    run = subprocess.run(cmd, stdout=sys.stderr, stderr=sys.stderr)
+    # In the report directory: schemathesis keeps a cache (.schemathesis/) in
+    # its working directory.
+    run = subprocess.run(cmd, cwd=work, stdout=sys.stderr, stderr=sys.stderr)
     if not os.path.exists(junit):
         print(f"FAILED schemathesis run (exit {run.returncode}, no report)")
         return 1
