@@ -1,8 +1,10 @@
-//! `cutover`, in the order of docs/moves.md: (a) hold, (b) fence with the
-//! marker, (c) the fence LSN, (d) the target polled for the marker, (e)
-//! verification, (f) sequences, (g) the target's placement, (h) the flip in
-//! one catalog transaction, (i) the invalidation. Over budget before (h),
-//! the attempt is rolled back and the move returns to `catching_up`.
+//! `cutover`, in the order of docs/moves.md: (e) verification first, at a
+//! frozen point of its own (a short pause of its own, then the counts on
+//! snapshots while requests flow: [`frozen_verify`]), then (a) hold, (b)
+//! fence with the marker, (c) the fence LSN, (d) the target polled for the
+//! marker, (f) sequences, (g) the target's placement, (h) the flip in one
+//! catalog transaction, (i) the invalidation. Over budget before (h), the
+//! attempt is rolled back and the move returns to `catching_up`.
 
 use anyhow::Context;
 use cluster_protocol::control::MoveState;
@@ -12,7 +14,8 @@ use tokio_postgres::error::SqlState;
 use super::admin::Admin;
 use super::catchup::{new_marker, wait_marker};
 use super::driver::{fatal, Ctx};
-use super::{schema_copy, shard_catalog, verify};
+use super::frozen_verify::{self, Verified};
+use super::{schema_copy, shard_catalog};
 use crate::catalog::moves;
 
 /// Extra time the hold lasts beyond the budget, so the flip itself is held.
@@ -97,15 +100,21 @@ async fn attempt(ctx: &Ctx) -> anyhow::Result<Outcome> {
     }
     let new_epoch = epoch + 1;
 
+    // (e) verification, at a frozen point of its own before this pause
+    // (frozen_verify: counting every row does not fit a pause).
+    match frozen_verify::run(ctx, &mut source, &copy).await? {
+        Verified::Equal => {}
+        Verified::Mismatch(why) => return Ok(Outcome::Mismatch(why)),
+        Verified::OverBudget(why) => return Ok(Outcome::OverBudget(why)),
+    }
+    if ctx.abort_requested().await? {
+        return Ok(Outcome::AbortRequested);
+    }
+
     // (a) routers hold the database's requests.
     let start = Instant::now();
     let deadline = start + ctx.budget;
-    moves::set_hold(
-        &**ctx.catalog().await?,
-        &ctx.database_id,
-        ms(ctx.budget) + HOLD_GRACE_MS,
-    )
-    .await?;
+    moves::set_hold(&**ctx.catalog().await?, &ctx.database_id, hold_ms(ctx)).await?;
     ctx.state.redis.announce_placement(&ctx.database_id).await;
 
     // (b) the fence; (c) only then the WAL position.
@@ -135,16 +144,12 @@ async fn attempt(ctx: &Ctx) -> anyhow::Result<Outcome> {
             "the target had not replayed the fence (LSN {lsn}) within the budget"
         )));
     }
-    // (e) verification.
-    if let Some(mismatch) = verify::verify(&*source, &*target, &ctx.database_id, &copy).await? {
-        return Ok(Outcome::Mismatch(mismatch));
-    }
     // (f) identity sequences; (g) the target's placement.
     copy_sequences(&source, &target, &identity).await?;
     shard_catalog::own(&*target, &ctx.database_id, new_epoch).await?;
     if Instant::now() >= deadline {
         return Ok(Outcome::OverBudget(format!(
-            "verification and placement took the budget ({} ms)",
+            "sequences and placement took the budget ({} ms)",
             ms(start.elapsed())
         )));
     }
@@ -164,9 +169,14 @@ async fn attempt(ctx: &Ctx) -> anyhow::Result<Outcome> {
     Ok(Outcome::Flipped)
 }
 
+/// How long a hold lasts: the budget and a grace, so the flip itself is held.
+pub fn hold_ms(ctx: &Ctx) -> i64 {
+    ms(ctx.budget) + HOLD_GRACE_MS
+}
+
 /// The fence transaction on the source: the placement `FOR UPDATE` (writers
 /// in flight drain), `fenced`, the marker. `Some(reason)` when the budget ran out.
-async fn fence(
+pub async fn fence(
     ctx: &Ctx,
     source: &mut Admin,
     marker: &str,

@@ -22,6 +22,7 @@ pub mod copy;
 pub mod cutover;
 pub mod ddl;
 pub mod driver;
+pub mod frozen_verify;
 pub mod orphans;
 pub mod replication;
 pub mod schema_copy;
