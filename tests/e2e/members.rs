@@ -73,7 +73,7 @@ async fn owners_list_add_change_and_remove_members() {
 
     // The creator is the one member.
     let list = owner.api.get(&members).await.expect_ok().clone();
-    assert_eq!(ids(&list), [owner.user_id.clone()]);
+    assert_eq!(ids(&list), [owner.user_id.as_str()]);
     let me = &list["members"][0];
     assert_eq!(me["role"], "owner");
     assert_eq!(me["user"]["email"], owner.email.as_str());
@@ -118,9 +118,9 @@ async fn owners_list_add_change_and_remove_members() {
     assert_eq!(
         ids(&list),
         [
-            owner.user_id.clone(),
-            bob.user_id.clone(),
-            carol.user_id.clone()
+            owner.user_id.as_str(),
+            bob.user_id.as_str(),
+            carol.user_id.as_str()
         ]
     );
 
@@ -259,7 +259,7 @@ async fn owners_list_add_change_and_remove_members() {
         .await
         .unwrap();
     let list = owner.api.get(&members).await.expect_ok().clone();
-    assert_eq!(ids(&list), [owner.user_id.clone(), carol.user_id.clone()]);
+    assert_eq!(ids(&list), [owner.user_id.as_str(), carol.user_id.as_str()]);
 }
 
 #[tokio::test]
@@ -315,7 +315,7 @@ async fn keys_support_and_strangers() {
         .unwrap();
     within_a_second(&support.api, &members, 200).await;
     let list = support.api.get(&members).await.expect_ok().clone();
-    assert_eq!(ids(&list), [owner.user_id.clone()]);
+    assert_eq!(ids(&list), [owner.user_id.as_str()]);
     let msg = support
         .api
         .post(&members, add_guest.clone())
