@@ -398,3 +398,60 @@ async fn concurrent_demotions_keep_an_owner() {
     }
     app.finish().await;
 }
+
+/// The operator contract is unchanged beside the public API's rules: the
+/// CLI's `members add` on a member changes the role (no 409), may make an
+/// owner, and `members remove` may remove the last owner.
+#[tokio::test]
+async fn operator_cli_members_keep_their_behaviour() {
+    if skip() {
+        return;
+    }
+    let app = spawn_app().await;
+    app.shard("a", 100).await;
+    let (owner, db) = database(&app).await;
+    let guest = app.user().await;
+    for role in ["editor", "owner", "viewer"] {
+        let (ok, out, err) = cli(
+            &app,
+            &[
+                "members",
+                "add",
+                "--database",
+                &db,
+                "--user",
+                &guest,
+                "--role",
+                role,
+                "--json",
+            ],
+        )
+        .await;
+        assert!(ok, "{err}");
+        assert_eq!(one_json(&out), serde_json::json!({"ok": true}));
+        let role_now = app.client.user_access(&guest).await.unwrap().role_in(&db);
+        assert_eq!(role_now, Role::parse(role));
+    }
+    let (ok, out, err) = cli(
+        &app,
+        &[
+            "members",
+            "remove",
+            "--database",
+            &db,
+            "--user",
+            &owner,
+            "--json",
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
+    assert_eq!(one_json(&out), serde_json::json!({"ok": true}));
+    let left = app.client.members(&db).await.unwrap().members;
+    assert_eq!(left.len(), 1);
+    assert_eq!(
+        (left[0].user.id.as_str(), left[0].role),
+        (guest.as_str(), Role::Viewer)
+    );
+    app.finish().await;
+}
