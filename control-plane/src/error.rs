@@ -14,6 +14,10 @@ pub enum ApiError {
     BadRequest(String),
     #[error("missing or invalid control-plane token")]
     Unauthorized,
+    /// 403: the acting user's role or the way they act (an API key) does
+    /// not allow the change (member management of the public API).
+    #[error("{0}")]
+    Forbidden(String),
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -46,6 +50,7 @@ impl ApiError {
                 ErrorCode::Unauthorized,
                 "Missing or invalid control-plane token. Expected: Bearer <CONTROL_PLANE_TOKEN>.",
             ),
+            ApiError::Forbidden(m) => ErrorBody::forbidden(m.clone()),
             ApiError::NotFound(m) => ErrorBody::new(ErrorCode::NotFound, m.clone()),
             ApiError::Conflict(m) => ErrorBody::new(ErrorCode::Conflict, m.clone()),
             ApiError::Unavailable(m) => ErrorBody::unavailable(m.clone()),

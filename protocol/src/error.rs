@@ -20,6 +20,9 @@ pub mod forbidden {
     /// A key narrowed to named databases asks to create one.
     pub const NARROWED_KEY_CREATE: &str =
         "This API key is limited to specific databases and can't create one.";
+    /// Part C: no API key may make someone an owner (adding one, or a role change to owner).
+    pub const KEY_OWNER_GRANT: &str =
+        "An API key can't make someone an owner. An owner can do that in the app.";
 }
 
 /// The stable error codes of part C.

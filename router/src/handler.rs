@@ -8,18 +8,52 @@ use tracing::Instrument;
 
 use crate::errors::{ApiError, Body};
 use crate::forward::X_FORWARDED_FOR;
-use crate::routes::{classify, Route};
+use crate::routes::{classify, MemberAction, Route};
 use crate::state::AppState;
 use crate::trace::RequestSpan;
-use crate::{auth, bearer, databases, files, health, openapi, proxy, whoami};
+use crate::{auth, bearer, databases, files, health, members, openapi, proxy, whoami};
 
 /// The owned form of a route, so the request can be consumed afterwards.
 enum Target {
     Whoami,
     ListDatabases,
     CreateDatabase,
-    Tagged { tag: String, import: bool },
+    Tagged {
+        tag: String,
+        import: bool,
+    },
+    Members {
+        tag: String,
+        database_id: String,
+        action: OwnedMemberAction,
+    },
     NotFound,
+}
+
+enum OwnedMemberAction {
+    List,
+    Add,
+    ChangeRole(String),
+    Remove(String),
+}
+
+impl OwnedMemberAction {
+    fn of(action: MemberAction<'_>) -> Self {
+        match action {
+            MemberAction::List => Self::List,
+            MemberAction::Add => Self::Add,
+            MemberAction::ChangeRole { user_id } => Self::ChangeRole(user_id.to_string()),
+            MemberAction::Remove { user_id } => Self::Remove(user_id.to_string()),
+        }
+    }
+    fn borrowed(&self) -> MemberAction<'_> {
+        match self {
+            Self::List => MemberAction::List,
+            Self::Add => MemberAction::Add,
+            Self::ChangeRole(user_id) => MemberAction::ChangeRole { user_id },
+            Self::Remove(user_id) => MemberAction::Remove { user_id },
+        }
+    }
 }
 
 pub async fn handle(state: &AppState, req: Request<Incoming>, peer: IpAddr) -> Response<Body> {
@@ -69,6 +103,15 @@ async fn dispatch(
             tag: tag.to_string(),
             import,
         },
+        Route::Members {
+            tag,
+            database_id,
+            action,
+        } => Target::Members {
+            tag: tag.to_string(),
+            database_id: database_id.to_string(),
+            action: OwnedMemberAction::of(action),
+        },
         Route::NotFound => Target::NotFound,
     };
     let caller = match auth::gate(state, req.headers(), address, span).await {
@@ -86,6 +129,14 @@ async fn dispatch(
             Target::CreateDatabase => databases::create(state, &caller, req, span).await,
             Target::Tagged { tag, import } => {
                 proxy::forward(state, &caller, &tag, import, req, span).await
+            }
+            Target::Members {
+                tag,
+                database_id,
+                action,
+            } => {
+                let action = action.borrowed();
+                members::answer(state, &caller, &tag, &database_id, action, req, span).await
             }
             Target::NotFound => Err(ApiError::NotFound),
         }

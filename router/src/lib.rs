@@ -19,6 +19,7 @@ pub mod keys;
 pub mod limiter;
 pub mod limiter_lua;
 pub mod link_target;
+pub mod members;
 pub mod misplaced;
 pub mod openapi;
 pub mod placement;

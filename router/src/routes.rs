@@ -18,6 +18,14 @@ pub enum Route<'a> {
         /// `POST /api/databases/{id}/import`: forwarded without the membership check.
         import: bool,
     },
+    /// `/api/databases/{id}/members[/{user_id}]`: member management, answered
+    /// by the router with the control plane (which owns memberships); never
+    /// forwarded to a shard.
+    Members {
+        tag: &'a str,
+        database_id: &'a str,
+        action: MemberAction<'a>,
+    },
     /// `GET`/`HEAD /api/files/{att_id}/{variant}`: a public file link, no
     /// API key (the signature in its query is checked by the shard). `None`
     /// when the attachment id or the variant is malformed (404).
@@ -25,6 +33,51 @@ pub enum Route<'a> {
         tag: Option<&'a str>,
     },
     NotFound,
+}
+
+/// What a member-management request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemberAction<'a> {
+    List,
+    Add,
+    /// `user_id` is the path segment as sent (checked by `members`).
+    ChangeRole {
+        user_id: &'a str,
+    },
+    Remove {
+        user_id: &'a str,
+    },
+}
+
+/// The member-management routes `classify` answers with [`Route::Members`]
+/// (read by deploy/check-openapi; a unit test ties them to `classify`).
+pub const MEMBER_ROUTES: [(&str, &str); 4] = [
+    ("GET", "/api/databases/{id}/members"),
+    ("POST", "/api/databases/{id}/members"),
+    ("PATCH", "/api/databases/{id}/members/{user_id}"),
+    ("DELETE", "/api/databases/{id}/members/{user_id}"),
+];
+
+/// The member action of `tail` (what follows `/api/databases/{id}/`), if
+/// it is a member route; `Some(None)` for a member path with a method it
+/// does not have (404 like any unknown route).
+fn member_action<'a>(method: &Method, tail: &'a str) -> Option<Option<MemberAction<'a>>> {
+    if tail == "members" {
+        return Some(match *method {
+            Method::GET => Some(MemberAction::List),
+            Method::POST => Some(MemberAction::Add),
+            _ => None,
+        });
+    }
+    let user_id = tail.strip_prefix("members/")?;
+    if user_id.is_empty() || user_id.contains('/') {
+        return Some(None);
+    }
+    Some(match *method {
+        Method::PATCH => Some(MemberAction::ChangeRole { user_id }),
+        Method::DELETE => Some(MemberAction::Remove { user_id }),
+        _ => None,
+    })
 }
 
 /// The variants a file link may name.
@@ -80,12 +133,24 @@ pub fn classify<'a>(method: &Method, path: &'a str) -> Route<'a> {
     let Some(kind) = tagged_kind(collection) else {
         return Route::NotFound;
     };
-    match tag_of(kind, id) {
-        Some(tag) => Route::Tagged {
-            tag,
-            import: kind == Kind::Database && method == Method::POST && tail == Some("import"),
-        },
-        None => Route::NotFound,
+    let Some(tag) = tag_of(kind, id) else {
+        return Route::NotFound;
+    };
+    if kind == Kind::Database {
+        if let Some(action) = tail.and_then(|t| member_action(method, t)) {
+            return match action {
+                Some(action) => Route::Members {
+                    tag,
+                    database_id: id,
+                    action,
+                },
+                None => Route::NotFound,
+            };
+        }
+    }
+    Route::Tagged {
+        tag,
+        import: kind == Kind::Database && method == Method::POST && tail == Some("import"),
     }
 }
 
@@ -209,6 +274,82 @@ mod tests {
         assert_eq!(t("/api/share/tok/records"), Route::NotFound);
         assert_eq!(t("/other"), Route::NotFound);
         assert_eq!(t("/api/tables/tbl_Ab3dZ12345678"), Route::NotFound);
+    }
+
+    #[test]
+    fn member_routes_are_answered_by_the_router() {
+        let db = "db_Ab3dZ1234567";
+        let members = format!("/api/databases/{db}/members");
+        let one = format!("/api/databases/{db}/members/usr_abcdefghijkl");
+        let expect = |action| Route::Members {
+            tag: "Ab3dZ",
+            database_id: db,
+            action,
+        };
+        assert_eq!(classify(&Method::GET, &members), expect(MemberAction::List));
+        assert_eq!(classify(&Method::POST, &members), expect(MemberAction::Add));
+        let user_id = "usr_abcdefghijkl";
+        assert_eq!(
+            classify(&Method::PATCH, &one),
+            expect(MemberAction::ChangeRole { user_id })
+        );
+        assert_eq!(
+            classify(&Method::DELETE, &one),
+            expect(MemberAction::Remove { user_id })
+        );
+        // The segment is passed on as sent; `members` checks it.
+        assert_eq!(
+            classify(&Method::DELETE, &format!("{members}/nobody")),
+            expect(MemberAction::Remove { user_id: "nobody" })
+        );
+        // Other methods, empty or deeper segments: 404, never a shard.
+        for (m, p) in [
+            (Method::PUT, members.clone()),
+            (Method::DELETE, members.clone()),
+            (Method::PATCH, members.clone()),
+            (Method::GET, one.clone()),
+            (Method::POST, one.clone()),
+            (Method::PUT, one.clone()),
+            (Method::DELETE, format!("{members}/")),
+            (Method::DELETE, format!("{one}/x")),
+            (Method::GET, format!("{one}/x")),
+        ] {
+            assert_eq!(classify(&m, &p), Route::NotFound, "{m} {p}");
+        }
+        // A bad database id is 404; `members` of other kinds is a shard's path.
+        assert_eq!(
+            classify(&Method::GET, "/api/databases/db_bad/members"),
+            Route::NotFound
+        );
+        assert_eq!(
+            classify(&Method::GET, "/api/tables/tbl_Ab3dZ1234567/members"),
+            Route::Tagged {
+                tag: "Ab3dZ",
+                import: false
+            }
+        );
+        // `membersx` and friends are not member routes.
+        assert_eq!(
+            classify(&Method::GET, &format!("/api/databases/{db}/membersx")),
+            Route::Tagged {
+                tag: "Ab3dZ",
+                import: false
+            }
+        );
+    }
+
+    #[test]
+    fn member_routes_list_matches_classify() {
+        for (method, path) in MEMBER_ROUTES {
+            let method: Method = method.parse().unwrap();
+            let path = path
+                .replace("{id}", "db_Ab3dZ1234567")
+                .replace("{user_id}", "usr_abcdefghijkl");
+            assert!(
+                matches!(classify(&method, &path), Route::Members { .. }),
+                "{method} {path}"
+            );
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod fixtures;
 mod import;
 mod import_run;
 mod keys;
+mod members;
 mod moves_abort;
 mod moves_basic;
 mod moves_keep;

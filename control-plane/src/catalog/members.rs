@@ -1,7 +1,7 @@
 //! `memberships` and `support_grants`: who may reach which database.
 
 use anyhow::Context;
-use cluster_protocol::control::{Membership, Role};
+use cluster_protocol::control::{Member, MemberUser, Membership, Role};
 
 use super::Db;
 
@@ -106,4 +106,131 @@ pub async fn active_support(db: &impl Db, user_id: &str) -> anyhow::Result<Vec<S
         .await
         .context("list support grants of user")?;
     rows.iter().map(|r| Ok(r.try_get(0)?)).collect()
+}
+
+const MEMBER_COLUMNS: &str = "u.id, u.name, u.email, m.role, m.created_at";
+const MEMBER_FROM: &str = "FROM memberships m JOIN users u ON u.id = m.user_id";
+
+fn role_of_row(raw: &str) -> anyhow::Result<Role> {
+    Role::parse(raw).with_context(|| format!("unknown role {raw:?} in catalog"))
+}
+
+fn member_of(row: &tokio_postgres::Row) -> anyhow::Result<Member> {
+    let raw: String = row.try_get("role")?;
+    Ok(Member {
+        user: MemberUser {
+            id: row.try_get("id")?,
+            name: row.try_get("name")?,
+            email: row.try_get("email")?,
+        },
+        role: role_of_row(&raw)?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+/// The database's members (support grants are not memberships), by
+/// `created_at`, then user id.
+pub async fn list_members(db: &impl Db, database_id: &str) -> anyhow::Result<Vec<Member>> {
+    let sql = format!(
+        "SELECT {MEMBER_COLUMNS} {MEMBER_FROM} WHERE m.database_id = $1
+         ORDER BY m.created_at, m.user_id"
+    );
+    db.query(&sql, &[&database_id])
+        .await
+        .context("list members of database")?
+        .iter()
+        .map(member_of)
+        .collect()
+}
+
+pub async fn member(
+    db: &impl Db,
+    database_id: &str,
+    user_id: &str,
+) -> anyhow::Result<Option<Member>> {
+    let sql = format!(
+        "SELECT {MEMBER_COLUMNS} {MEMBER_FROM} WHERE m.database_id = $1 AND m.user_id = $2"
+    );
+    db.query_opt(&sql, &[&database_id, &user_id])
+        .await
+        .context("read member")?
+        .as_ref()
+        .map(member_of)
+        .transpose()
+}
+
+/// The user's role in the database, if a member.
+pub async fn role_of(
+    db: &impl Db,
+    database_id: &str,
+    user_id: &str,
+) -> anyhow::Result<Option<Role>> {
+    let row = db
+        .query_opt(
+            "SELECT role FROM memberships WHERE database_id = $1 AND user_id = $2",
+            &[&database_id, &user_id],
+        )
+        .await
+        .context("read role")?;
+    match row {
+        Some(r) => Ok(Some(role_of_row(&r.try_get::<_, String>(0)?)?)),
+        None => Ok(None),
+    }
+}
+
+pub async fn has_support(db: &impl Db, database_id: &str, user_id: &str) -> anyhow::Result<bool> {
+    let row = db
+        .query_opt(
+            "SELECT 1 FROM support_grants WHERE database_id = $1 AND user_id = $2",
+            &[&database_id, &user_id],
+        )
+        .await
+        .context("read support grant")?;
+    Ok(row.is_some())
+}
+
+/// Adds a membership; `false` when the user already is a member.
+pub async fn insert(
+    db: &impl Db,
+    database_id: &str,
+    user_id: &str,
+    role: Role,
+) -> anyhow::Result<bool> {
+    let n = db
+        .execute(
+            "INSERT INTO memberships (database_id, user_id, role) VALUES ($1, $2, $3)
+             ON CONFLICT (database_id, user_id) DO NOTHING",
+            &[&database_id, &user_id, &role.as_str()],
+        )
+        .await
+        .context("insert membership")?;
+    Ok(n > 0)
+}
+
+/// Changes a member's role; `false` when the user is not a member.
+pub async fn set_role(
+    db: &impl Db,
+    database_id: &str,
+    user_id: &str,
+    role: Role,
+) -> anyhow::Result<bool> {
+    let n = db
+        .execute(
+            "UPDATE memberships SET role = $3 WHERE database_id = $1 AND user_id = $2",
+            &[&database_id, &user_id, &role.as_str()],
+        )
+        .await
+        .context("change member role")?;
+    Ok(n > 0)
+}
+
+pub async fn count_owners(db: &impl Db, database_id: &str) -> anyhow::Result<i64> {
+    let row = db
+        .query_one(
+            "SELECT count(*) FROM memberships WHERE database_id = $1 AND role = $2",
+            &[&database_id, &Role::Owner.as_str()],
+        )
+        .await
+        .context("count owners")?;
+    Ok(row.try_get(0)?)
 }

@@ -52,6 +52,20 @@ pub async fn get(db: &impl Db, id: &str) -> Result<Option<UserRow>, tokio_postgr
         .transpose()
 }
 
+/// The user with this email address, compared case-insensitively (as the
+/// unique index does).
+pub async fn get_by_email(
+    db: &impl Db,
+    email: &str,
+) -> Result<Option<UserRow>, tokio_postgres::Error> {
+    let sql = format!("SELECT {COLUMNS} FROM users WHERE lower(email) = lower($1)");
+    db.query_opt(&sql, &[&email])
+        .await?
+        .as_ref()
+        .map(from_row)
+        .transpose()
+}
+
 /// Like [`get`], share-locking the row until the transaction ends.
 pub async fn get_for_share(
     db: &impl Db,

@@ -14,7 +14,7 @@ use axum::extract::{Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::{get, post};
+use axum::routing::{get, patch, post};
 use axum::{Json, Router};
 use cluster_protocol::control::Ok as OkReply;
 use subtle::ConstantTimeEq;
@@ -43,6 +43,14 @@ pub fn router(state: AppState) -> Router {
         .route("/internal/databases/{id}", get(databases::show))
         .route("/internal/databases/{id}/confirm", post(databases::confirm))
         .route("/internal/databases/{id}/release", post(databases::release))
+        .route(
+            "/internal/databases/{id}/members",
+            get(members::list_of_database).post(members::add_to_database),
+        )
+        .route(
+            "/internal/databases/{id}/members/{user_id}",
+            patch(members::change_role).delete(members::remove_from_database),
+        )
         .route(
             "/internal/members",
             post(members::add).delete(members::remove),

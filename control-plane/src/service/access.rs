@@ -41,6 +41,18 @@ async fn apply(
         Change::GrantSupport => members::grant_support(&*tx, database_id, user_id).await?,
         Change::RevokeSupport => drop(members::revoke_support(&*tx, database_id, user_id).await?),
     }
+    commit_access_change(state, tx, user_id).await
+}
+
+/// Ends a transaction that changed what `user_id` may reach: bumps the
+/// user's access version, deletes it from Redis before the commit (if Redis
+/// does not confirm, the transaction is rolled back: 503, nothing changed),
+/// commits, then stores the new version and announces it (best effort).
+pub(crate) async fn commit_access_change(
+    state: &AppState,
+    tx: Transaction<'_>,
+    user_id: &str,
+) -> ApiResult<()> {
     let version = users::bump_access_version(&*tx, user_id)
         .await?
         .ok_or_else(|| unknown_user(user_id))?;

@@ -4,6 +4,7 @@
 pub mod access;
 pub mod databases;
 pub mod keys;
+pub mod members;
 pub mod moves;
 pub mod planner;
 pub mod rebalance;

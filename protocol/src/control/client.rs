@@ -239,6 +239,44 @@ impl ControlPlaneClient {
         };
         self.delete("/internal/support", &body).await
     }
+    // ---- member management of the public API (routers) ----
+    pub async fn members(&self, database_id: &str) -> Result<MemberList, ClientError> {
+        self.get(&format!("/internal/databases/{database_id}/members"))
+            .await
+    }
+    pub async fn add_member_as(
+        &self,
+        database_id: &str,
+        req: &AddMember,
+    ) -> Result<MemberReply, ClientError> {
+        self.post(&format!("/internal/databases/{database_id}/members"), req)
+            .await
+    }
+    pub async fn change_member_role(
+        &self,
+        database_id: &str,
+        user_id: &str,
+        req: &ChangeRole,
+    ) -> Result<MemberReply, ClientError> {
+        self.patch(
+            &format!("/internal/databases/{database_id}/members/{user_id}"),
+            req,
+        )
+        .await
+    }
+    pub async fn remove_member_as(
+        &self,
+        database_id: &str,
+        user_id: &str,
+        req: &ActedBy,
+    ) -> Result<RemovedMember, ClientError> {
+        self.delete(
+            &format!("/internal/databases/{database_id}/members/{user_id}"),
+            req,
+        )
+        .await
+    }
+
     pub async fn shards(&self) -> Result<ShardList, ClientError> {
         self.get("/internal/shards").await
     }

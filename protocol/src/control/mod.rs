@@ -25,6 +25,18 @@
 //! | POST `/internal/members` | [`MemberChange`] (role required) | `{ok:true}` |
 //! | DELETE `/internal/members` | [`MemberChange`] | `{ok:true}` |
 //! | POST `/internal/support` / DELETE `/internal/support` | [`SupportChange`] | `{ok:true}` |
+//! | GET `/internal/databases/{id}/members` | | [`MemberList`] (404 unknown or not active) |
+//! | POST `/internal/databases/{id}/members` | [`AddMember`] | [`MemberReply`] |
+//! | PATCH `/internal/databases/{id}/members/{user_id}` | [`ChangeRole`] | [`MemberReply`] |
+//! | DELETE `/internal/databases/{id}/members/{user_id}` | [`ActedBy`] | [`RemovedMember`] |
+//!
+//! The `/internal/databases/{id}/members` writes are the public API's member
+//! management, asked for by `actor_id` with an API key: the control plane
+//! checks, in one transaction, that the actor is an owner (404 for a
+//! non-member, 403 with part C's messages otherwise), refuses to make
+//! anyone an owner (no key may), keeps at least one owner (409), and
+//! invalidates like `/internal/members`, which is the operator's route and
+//! has none of these rules.
 //! | GET `/internal/shards` | | [`ShardList`] |
 //! | POST `/internal/shards` | [`AddShard`] | [`Shard`] |
 //! | POST `/internal/shards/{name}/drain` | | [`DrainReply`] (starts the moves off it) |
@@ -263,6 +275,62 @@ pub struct MemberChange {
     pub user_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<Role>,
+}
+
+/// A member as the public API lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Member {
+    pub user: MemberUser,
+    pub role: Role,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// The user of a [`Member`] (a suspended user is listed too).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemberUser {
+    pub id: String,
+    pub name: String,
+    pub email: String,
+}
+
+/// A database's members by `created_at`, then user id.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MemberList {
+    pub members: Vec<Member>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MemberReply {
+    pub member: Member,
+}
+
+/// Adds a member, named by exactly one of `user_id` or `email`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AddMember {
+    pub actor_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    pub role: Role,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChangeRole {
+    pub actor_id: String,
+    pub role: Role,
+}
+
+/// Who asks for a change that carries nothing else (removing a member).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ActedBy {
+    pub actor_id: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RemovedMember {
+    pub user_id: String,
+    pub deleted: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

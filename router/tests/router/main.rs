@@ -15,6 +15,7 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use cluster_protocol::control::*;
+use cluster_protocol::error::forbidden;
 use cluster_protocol::ids::{new_tagged, new_untagged, random_token, Kind};
 use cluster_protocol::principal::{
     body_matches, Presented, Principal, Target, HEADER_BODY_SHA256, HEADER_PRINCIPAL,
@@ -54,6 +55,10 @@ struct Cp {
     /// Shard URL new databases are allocated to.
     allocate_to: Mutex<Option<String>>,
     confirmed: AtomicUsize,
+    /// Member-management calls: (method, path, body).
+    member_calls: Mutex<Vec<(String, String, Value)>>,
+    /// When set, every member-management call answers this (status, body).
+    member_answer: Mutex<Option<(u16, Value)>>,
 }
 
 async fn cp_allocate(
@@ -172,6 +177,14 @@ async fn spawn_cp(cp: Arc<Cp>) -> SocketAddr {
         .route("/internal/placements/lookup", post(cp_lookup))
         .route("/internal/databases/allocate", post(cp_allocate))
         .route("/internal/databases/{id}/confirm", post(cp_confirm))
+        .route(
+            "/internal/databases/{id}/members",
+            get(members::cp_members).post(members::cp_members),
+        )
+        .route(
+            "/internal/databases/{id}/members/{user_id}",
+            axum::routing::patch(members::cp_members).delete(members::cp_members),
+        )
         .with_state(cp);
     spawn(app).await
 }
@@ -704,5 +717,6 @@ async fn database_list_fans_out_and_merges() {
 
 mod keys;
 mod liveness;
+mod members;
 mod moves;
 mod streamed;
