@@ -8,6 +8,7 @@ use anyhow::Context;
 use tokio::time::Instant;
 use tokio_postgres::GenericClient;
 
+use super::admin::Admin;
 use super::driver::{fatal, Ctx};
 use super::{replication, shard_catalog};
 use crate::catalog::moves;
@@ -46,13 +47,21 @@ pub async fn catch_up(ctx: &Ctx) -> anyhow::Result<bool> {
     ctx.delay().await;
     let source = ctx.source().await?;
     let target = ctx.target().await?;
+    until_fits(ctx, &source, &target).await
+}
+
+/// Probes until the replication delay fits a quarter of the pause budget;
+/// false when an abort was requested. The cutover runs it again after the
+/// verification, whose reads slow the target's replay on a busy machine,
+/// so that the backlog is replayed before the pause, not inside it.
+pub async fn until_fits(ctx: &Ctx, source: &Admin, target: &Admin) -> anyhow::Result<bool> {
     let fits = ctx.budget / 4;
     loop {
         if ctx.abort_requested().await? {
             return Ok(false);
         }
         let marker = new_marker("probe");
-        if shard_catalog::set_marker(&*source, &ctx.database_id, &marker).await? == 0 {
+        if shard_catalog::set_marker(&**source, &ctx.database_id, &marker).await? == 0 {
             return Err(fatal(format!(
                 "the source shard {} lost database {}'s row",
                 ctx.from.name, ctx.database_id
@@ -60,7 +69,7 @@ pub async fn catch_up(ctx: &Ctx) -> anyhow::Result<bool> {
         }
         let written = Instant::now();
         let seen = wait_marker(
-            &*target,
+            &**target,
             &ctx.database_id,
             &marker,
             ctx.knobs.poll,
@@ -68,7 +77,7 @@ pub async fn catch_up(ctx: &Ctx) -> anyhow::Result<bool> {
         )
         .await?;
         let delay = written.elapsed();
-        let lag = replication::lag_bytes(&*source, &ctx.name).await?;
+        let lag = replication::lag_bytes(&**source, &ctx.name).await?;
         moves::set_lag(&**ctx.catalog().await?, &ctx.id, lag)
             .await
             .context("record lag")?;

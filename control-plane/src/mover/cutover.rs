@@ -1,6 +1,7 @@
 //! `cutover`, in the order of docs/moves.md: (e) verification first, at a
 //! frozen point of its own (a short pause of its own, then the counts on
-//! snapshots while requests flow: [`frozen_verify`]), then (a) hold, (b)
+//! snapshots while requests flow: [`frozen_verify`]), the replication
+//! backlog of that time replayed (probes, as in `catching_up`), then (a) hold, (b)
 //! fence with the marker, (c) the fence LSN, (d) the target polled for the
 //! marker, (f) sequences, (g) the target's placement, (h) the flip in one
 //! catalog transaction, (i) the invalidation. Over budget before (h), the
@@ -12,7 +13,7 @@ use tokio::time::Instant;
 use tokio_postgres::error::SqlState;
 
 use super::admin::Admin;
-use super::catchup::{new_marker, wait_marker};
+use super::catchup::{new_marker, until_fits, wait_marker};
 use super::driver::{fatal, Ctx};
 use super::frozen_verify::{self, Verified};
 use super::{schema_copy, shard_catalog};
@@ -107,7 +108,7 @@ async fn attempt(ctx: &Ctx) -> anyhow::Result<Outcome> {
         Verified::Mismatch(why) => return Ok(Outcome::Mismatch(why)),
         Verified::OverBudget(why) => return Ok(Outcome::OverBudget(why)),
     }
-    if ctx.abort_requested().await? {
+    if !until_fits(ctx, &source, &target).await? {
         return Ok(Outcome::AbortRequested);
     }
 
