@@ -19,6 +19,7 @@ pub mod keys;
 pub mod limiter;
 pub mod limiter_lua;
 pub mod link_target;
+pub mod metrics;
 pub mod misplaced;
 pub mod placement;
 pub mod principal_sign;
