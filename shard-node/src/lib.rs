@@ -15,6 +15,7 @@
 //!   columns, operators), cached per database by `schema_version`.
 //! * [`export`]: the database as a streamed zip (part B, Export).
 //! * [`error`]: the one error type and its HTTP mapping.
+//! * [`metrics`]: the Prometheus series and `GET /metrics`.
 //! * [`state`]: the pool and its time limits; [`fair_share`]: each
 //!   database's share of the pool; [`cancel`]: what an abandoned request
 //!   does to the statements it left running.
@@ -33,6 +34,7 @@ pub mod fields;
 pub mod http;
 pub mod import;
 pub mod json;
+pub mod metrics;
 pub mod records;
 pub mod schema;
 pub mod state;
