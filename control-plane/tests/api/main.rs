@@ -9,5 +9,6 @@ mod cli;
 mod fail_closed;
 mod helpers;
 mod keys;
+mod metrics;
 mod moves;
 mod scale_cli;
