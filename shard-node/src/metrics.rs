@@ -32,7 +32,8 @@ use crate::state::{AppState, DbOp};
 /// `error`). Histogram.
 pub const DB_OPERATION: &str = "tabula_db_operation_duration_seconds";
 /// Deliveries not finished yet (due, leased, or waiting for a retry or a
-/// paused webhook). Gauge.
+/// paused webhook), by `shard`: every node of a shard reports the same
+/// outbox, so dashboards take the `max` per shard. Gauge.
 pub const WEBHOOK_PENDING: &str = "tabula_webhook_deliveries_pending";
 /// Delivery attempts, by `outcome`: `succeeded`, `retry` (failed, another
 /// attempt scheduled), `exhausted` (failed, no retry left). Counter.
@@ -88,7 +89,10 @@ async fn refresh_gauges(state: &AppState) {
     }
     let count = crate::cancel::abandon_on_drop(state.db.pending_deliveries());
     match tokio::time::timeout(PENDING_COUNT_TIMEOUT, count).await {
-        Ok(Ok(n)) => ::metrics::gauge!(WEBHOOK_PENDING).set(n as f64),
+        Ok(Ok(n)) => {
+            let shard = state.shard_name.to_string();
+            ::metrics::gauge!(WEBHOOK_PENDING, "shard" => shard).set(n as f64)
+        }
         Ok(Err(e)) => tracing::debug!(error = %e, "metrics: pending deliveries not counted"),
         Err(_) => tracing::debug!("metrics: pending deliveries count timed out"),
     }

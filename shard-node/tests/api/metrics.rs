@@ -52,7 +52,7 @@ async fn metrics_need_the_admin_token_and_name_routes_by_template() {
         r#"tabula_db_pool_connections{pool="requests",state="waiting"}"#,
         r#"tabula_db_pool_wait_seconds_bucket{pool="requests",outcome="ok""#,
         r#"tabula_db_operation_duration_seconds_bucket{op="list_records",outcome="ok""#,
-        "tabula_webhook_deliveries_pending ",
+        r#"tabula_webhook_deliveries_pending{shard="test-shard"}"#,
     ] {
         assert!(page.contains(series), "{series} missing in\n{page}");
     }
