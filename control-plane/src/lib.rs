@@ -44,7 +44,7 @@ pub struct AppState {
 impl AppState {
     /// A catalog session, its wait recorded (`metrics`).
     pub async fn session(&self) -> Result<deadpool_postgres::Object, deadpool_postgres::PoolError> {
-        metrics::timed_get(&self.pool).await
+        crate::metrics::timed_get(&self.pool).await
     }
 }
 
@@ -71,6 +71,7 @@ pub async fn run_until(
         mover_wake: Arc::new(tokio::sync::Notify::new()),
         metrics: config.metrics.clone(),
     };
+    crate::metrics::describe();
     let reaper = tokio::spawn(service::databases::reaper_loop(
         state.clone(),
         config.reaper_interval,

@@ -29,6 +29,12 @@ pub const MOVES: &str = "tabula_moves";
 
 const CATALOG_POOL: &str = "catalog";
 
+/// The `# HELP` lines of the control plane's series (with the shared ones).
+pub fn describe() {
+    shared::describe();
+    ::metrics::describe_gauge!(MOVES, "Database moves in the catalog, by state.");
+}
+
 /// `GET /metrics` (behind the admin token).
 pub async fn handler(State(state): State<AppState>) -> Response {
     let Some(handle) = &state.metrics else {

@@ -105,6 +105,31 @@ pub fn method_label(method: &Method) -> &'static str {
     }
 }
 
+/// Gives the shared series their `# HELP` lines (idempotent; nothing
+/// without a recorder). Servers call it when they start.
+pub fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    describe_counter!(
+        HTTP_REQUESTS,
+        "Requests answered, by method, route template and status."
+    );
+    describe_histogram!(
+        HTTP_DURATION,
+        Unit::Seconds,
+        "Time to the response head, by method and route template."
+    );
+    describe_gauge!(HTTP_IN_FLIGHT, "Requests being handled now.");
+    describe_gauge!(
+        POOL_CONNECTIONS,
+        "Sessions of a PostgreSQL pool by state (size, available, waiting, max)."
+    );
+    describe_histogram!(
+        POOL_WAIT,
+        Unit::Seconds,
+        "Time to get a session from a PostgreSQL pool, by outcome."
+    );
+}
+
 /// Counts one answered request and its latency.
 pub fn record_request(method: &'static str, route: &str, status: u16, elapsed: Duration) {
     let route = route.to_string();

@@ -54,6 +54,25 @@ impl Cache {
     }
 }
 
+/// The `# HELP` lines of the router's series (with the shared ones).
+pub fn describe() {
+    use ::metrics::{describe_counter, describe_histogram, Unit};
+    shared::describe();
+    describe_histogram!(
+        REDIS_ROUND_TRIP,
+        Unit::Seconds,
+        "Round trip of the rate limiter's Redis script, by outcome."
+    );
+    describe_counter!(
+        CACHE_HITS,
+        "Lookups answered from a router cache (key, placement, access)."
+    );
+    describe_counter!(
+        CACHE_MISSES,
+        "Lookups a router cache could not answer: the control plane was asked."
+    );
+}
+
 pub fn cache_hit(cache: Cache) {
     ::metrics::counter!(CACHE_HITS, "cache" => cache.label()).increment(1);
 }

@@ -72,6 +72,7 @@ pub async fn run_until(
     migrate(&db).await?;
     let _purger = trash::purger::spawn(db.clone(), config.trash);
     let state = AppState::new(&config, db)?;
+    crate::metrics::describe();
     check_blob_store(state.blobs.clone());
     webhooks::deliverer::spawn(
         state.db.clone(),

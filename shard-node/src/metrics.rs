@@ -60,6 +60,25 @@ impl Page {
     }
 }
 
+/// The `# HELP` lines of the node's series (with the shared ones).
+pub fn describe() {
+    use ::metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    shared::describe();
+    describe_histogram!(
+        DB_OPERATION,
+        Unit::Seconds,
+        "Time of a named database operation, by outcome."
+    );
+    describe_gauge!(
+        WEBHOOK_PENDING,
+        "Unfinished deliveries in the shard's webhook outbox."
+    );
+    describe_counter!(
+        WEBHOOK_ATTEMPTS,
+        "Webhook delivery attempts, by outcome (succeeded, retry, exhausted)."
+    );
+}
+
 /// `GET /metrics`.
 pub async fn handler(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let Some(page) = &state.metrics else {
