@@ -49,6 +49,10 @@ pub struct Config {
     pub reaper_interval: Duration,
     /// The mover's knobs (docs/moves.md, "Knobs").
     pub moves: MoveConfig,
+    /// Renders `GET /metrics`. Not from the environment: `serve` installs
+    /// the process's recorder and puts its handle here; `None` (library
+    /// use) answers that path 404.
+    pub metrics: Option<cluster_protocol::metrics::PrometheusHandle>,
 }
 
 /// Knobs of database moves (docs/moves.md, "Knobs (control plane)").
@@ -139,6 +143,7 @@ impl Config {
             creating_ttl: CREATING_TTL,
             reaper_interval: REAPER_INTERVAL,
             moves: MoveConfig::from_env()?,
+            metrics: None,
         })
     }
 }

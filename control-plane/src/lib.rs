@@ -10,6 +10,7 @@ pub mod config;
 pub mod error;
 pub mod http;
 pub mod liveness;
+pub mod metrics;
 pub mod migrate;
 pub mod mover;
 pub mod placement;
@@ -36,6 +37,15 @@ pub struct AppState {
     pub moves: Arc<MoveConfig>,
     /// Wakes the mover (a move was created or an abort requested).
     pub mover_wake: Arc<tokio::sync::Notify>,
+    /// Renders `GET /metrics`; `None` answers it 404.
+    pub metrics: Option<cluster_protocol::metrics::PrometheusHandle>,
+}
+
+impl AppState {
+    /// A catalog session, its wait recorded (`metrics`).
+    pub async fn session(&self) -> Result<deadpool_postgres::Object, deadpool_postgres::PoolError> {
+        crate::metrics::timed_get(&self.pool).await
+    }
 }
 
 /// Serves until SIGTERM or SIGINT, then drains in-flight requests.
@@ -59,7 +69,9 @@ pub async fn run_until(
         creating_ttl: config.creating_ttl,
         moves: Arc::new(config.moves.clone()),
         mover_wake: Arc::new(tokio::sync::Notify::new()),
+        metrics: config.metrics.clone(),
     };
+    crate::metrics::describe();
     let reaper = tokio::spawn(service::databases::reaper_loop(
         state.clone(),
         config.reaper_interval,

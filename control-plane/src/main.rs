@@ -29,7 +29,8 @@ fn main() -> std::process::ExitCode {
 async fn serve() -> i32 {
     let _telemetry = cluster_protocol::telemetry::init("control-plane");
     let result = async {
-        let config = Config::from_env()?;
+        let mut config = Config::from_env()?;
+        config.metrics = Some(cluster_protocol::metrics::install()?);
         let listener = tokio::net::TcpListener::bind(config.listen).await?;
         control_plane::run(config, listener).await
     }

@@ -6,10 +6,12 @@
 //! * [`control`]: the control plane's internal API (types) and [`control::client`].
 //! * [`shutdown`]: the SIGINT/SIGTERM future the binaries drain on.
 //! * [`telemetry`]: tracing set-up shared by the three binaries.
+//! * [`metrics`]: the Prometheus recorder and the series every service has.
 
 pub mod control;
 pub mod error;
 pub mod ids;
+pub mod metrics;
 pub mod principal;
 pub mod shutdown;
 pub mod telemetry;

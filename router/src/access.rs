@@ -8,6 +8,7 @@ use std::time::Instant;
 use cluster_protocol::control::{client::ClientError, client::ControlPlaneClient, UserAccess};
 
 use crate::keys::FALLBACK_MAX_AGE;
+use crate::metrics::{self, Cache};
 
 struct Entry {
     access: Arc<UserAccess>,
@@ -43,10 +44,12 @@ impl AccessStore {
                     None => e.fetched_at.elapsed() < FALLBACK_MAX_AGE,
                 };
                 if fresh {
+                    metrics::cache_hit(Cache::Access);
                     return Ok(e.access.clone());
                 }
             }
         }
+        metrics::cache_miss(Cache::Access);
         let access = Arc::new(self.control.user_access(user_id).await?);
         self.users
             .write()

@@ -18,6 +18,7 @@ use crate::errors::{ApiError, Body};
 use crate::keys::{AuthError, Cached, KeyStore, VerifiedKey, FALLBACK_MAX_AGE};
 use crate::limiter::Decision;
 use crate::limiter_lua::{Charge, Outcome, Versions};
+use crate::metrics::{self, Cache};
 use crate::state::AppState;
 use crate::trace::RequestSpan;
 
@@ -163,7 +164,12 @@ pub async fn gate(
         let out = state.limiter.charge(shield_only).await;
         return Err(shield_denied(&out).unwrap_or(ApiError::Unauthorized));
     };
-    let (key, out) = match state.keys.check_cached(bearer.key_id, bearer.secret) {
+    let cached = state.keys.check_cached(bearer.key_id, bearer.secret);
+    match cached {
+        Cached::Verified(_) | Cached::WrongSecret => metrics::cache_hit(Cache::Key),
+        Cached::Cold => metrics::cache_miss(Cache::Key),
+    }
+    let (key, out) = match cached {
         Cached::Verified(key) => {
             let charge = Charge {
                 address: &address,

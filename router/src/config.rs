@@ -47,6 +47,10 @@ pub struct Config {
     pub threads: usize,
     /// Bounds on client connections and on waits for clients and shards.
     pub connections: ConnectionLimits,
+    /// Renders `GET /metrics` (`metrics`). Not from the environment: `main`
+    /// installs the process's recorder and puts its handle here; `None`
+    /// (tests, library use) answers that path like any unknown one.
+    pub metrics: Option<cluster_protocol::metrics::PrometheusHandle>,
 }
 
 /// What keeps slow or idle clients, and a shard that does not answer, from
@@ -170,6 +174,7 @@ impl Config {
                 n => n,
             },
             connections: ConnectionLimits::from_env()?,
+            metrics: None,
         })
     }
 }

@@ -6,8 +6,11 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 use tracing::Instrument;
 
+use cluster_protocol::metrics::METRICS_ROUTE;
+
 use crate::errors::{ApiError, Body};
 use crate::forward::X_FORWARDED_FOR;
+use crate::metrics::{self, Measured};
 use crate::routes::{classify, MemberAction, Route};
 use crate::state::AppState;
 use crate::trace::RequestSpan;
@@ -57,6 +60,19 @@ impl OwnedMemberAction {
 }
 
 pub async fn handle(state: &AppState, req: Request<Incoming>, peer: IpAddr) -> Response<Body> {
+    let (method, path) = (req.method(), req.uri().path());
+    if metrics::is_scrape(
+        method,
+        path,
+        req.headers(),
+        &state.config.control_plane_token.0,
+    ) {
+        let measured = Measured::start(method, METRICS_ROUTE);
+        let resp = metrics::page(state.config.metrics.as_ref());
+        measured.finish(resp.status());
+        return resp;
+    }
+    let measured = Measured::start(method, metrics::route_template(method, path));
     let span = RequestSpan::new(req.method(), req.uri(), req.headers());
     let resp = match span.opened() {
         Some(opened) => {
@@ -66,6 +82,7 @@ pub async fn handle(state: &AppState, req: Request<Incoming>, peer: IpAddr) -> R
         None => dispatch(state, req, peer, &span).await,
     };
     span.finish(resp.status());
+    measured.finish(resp.status());
     resp
 }
 

@@ -20,6 +20,7 @@ pub mod limiter;
 pub mod limiter_lua;
 pub mod link_target;
 pub mod members;
+pub mod metrics;
 pub mod misplaced;
 pub mod openapi;
 pub mod placement;

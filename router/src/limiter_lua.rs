@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::keys::VerifiedKey;
 use crate::limiter::{bucket_of, decide, Decision, LocalLimiter, WINDOW_MS};
+use crate::metrics;
 use crate::redis_conn::{self, RedisPool, Script};
 use crate::resp::{Reply, ScriptCall};
 
@@ -118,7 +119,10 @@ impl Limiter {
     pub async fn charge(&self, c: Charge<'_>) -> Outcome {
         let now = now_ms();
         if now >= self.down_until.load(Ordering::Relaxed) {
-            match tokio::time::timeout(self.timeout, self.run_script(&c, now)).await {
+            let started = std::time::Instant::now();
+            let result = tokio::time::timeout(self.timeout, self.run_script(&c, now)).await;
+            metrics::redis_round_trip(matches!(result, Ok(Ok(_))), started.elapsed());
+            match result {
                 Ok(Ok(out)) => return out,
                 Ok(Err(e)) => self.redis_down(now, &e.to_string()),
                 Err(_) => self.redis_down(now, "timed out"),
@@ -164,7 +168,10 @@ impl Limiter {
         if now < self.down_until.load(Ordering::Relaxed) {
             return None;
         }
-        match tokio::time::timeout(self.timeout, self.redis.eval(script, call)).await {
+        let started = std::time::Instant::now();
+        let result = tokio::time::timeout(self.timeout, self.redis.eval(script, call)).await;
+        metrics::redis_round_trip(matches!(result, Ok(Ok(_))), started.elapsed());
+        match result {
             Ok(Ok(reply)) => Some(reply),
             Ok(Err(e)) => {
                 self.redis_down(now, &e.to_string());

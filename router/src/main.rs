@@ -44,7 +44,9 @@ fn bound_malloc_retention() {}
 
 fn main() -> anyhow::Result<()> {
     bound_malloc_retention();
-    let config = Config::from_env()?;
+    let mut config = Config::from_env()?;
+    config.metrics =
+        Some(cluster_protocol::metrics::install().context("install the metrics recorder")?);
     // This runtime only waits for the shutdown signal (and hosts telemetry);
     // requests are served by `router::cores`, one runtime per thread.
     tokio::runtime::Builder::new_current_thread()

@@ -17,6 +17,8 @@ use cluster_protocol::control::{
 use cluster_protocol::ids::{tag_of, Kind};
 use tokio::sync::watch;
 
+use crate::metrics::{self, Cache};
+
 const NEGATIVE_TTL: Duration = Duration::from_secs(2);
 
 pub struct PlacementStore {
@@ -61,6 +63,7 @@ impl PlacementStore {
     /// The active placement of `tag`; `Ok(None)` for an unknown tag.
     pub async fn get(&self, tag: &str) -> Result<Option<Arc<Placement>>, ClientError> {
         if let Some(p) = self.cached(tag) {
+            metrics::cache_hit(Cache::Placement);
             return Ok(Some(p));
         }
         if let Some(at) = self
@@ -70,9 +73,11 @@ impl PlacementStore {
             .get(tag)
         {
             if at.elapsed() < NEGATIVE_TTL {
+                metrics::cache_hit(Cache::Placement);
                 return Ok(None);
             }
         }
+        metrics::cache_miss(Cache::Placement);
         self.fetch(tag).await
     }
 
@@ -128,8 +133,14 @@ impl PlacementStore {
         let mut missing = Vec::new();
         for id in database_ids {
             match tag_of(Kind::Database, id).and_then(|t| self.cached(t)) {
-                Some(p) if &p.database_id == id => found.push(p),
-                _ => missing.push(id.clone()),
+                Some(p) if &p.database_id == id => {
+                    metrics::cache_hit(Cache::Placement);
+                    found.push(p)
+                }
+                _ => {
+                    metrics::cache_miss(Cache::Placement);
+                    missing.push(id.clone())
+                }
             }
         }
         if !missing.is_empty() {

@@ -24,8 +24,8 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
 use crate::errors::ApiError;
-use crate::handler;
 use crate::state::AppState;
+use crate::{handler, metrics};
 
 pub async fn serve(
     listener: TcpListener,
@@ -74,6 +74,9 @@ pub async fn serve(
                     }
                     Err(_) => {
                         tracing::warn!("shedding load: too many requests in flight");
+                        let route = metrics::route_template(req.method(), req.uri().path());
+                        metrics::Measured::start(req.method(), route)
+                            .finish(http::StatusCode::TOO_MANY_REQUESTS);
                         ApiError::RateLimited {
                             retry_after_ms: 1000,
                         }

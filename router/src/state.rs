@@ -46,6 +46,7 @@ impl AppState {
     /// Builds the state; Redis is connected lazily so the router starts (and
     /// serves with the fallback limiter) even when Redis is down.
     pub fn new(config: Config) -> anyhow::Result<Self> {
+        crate::metrics::describe();
         let control =
             ControlPlaneClient::new(&config.control_plane_url, &config.control_plane_token.0);
         let redis = RedisPool::new(&config.redis_url, REDIS_MAX_IDLE, REDIS_CONNECT_TIMEOUT)?;

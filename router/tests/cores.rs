@@ -49,6 +49,7 @@ fn config(cp: SocketAddr) -> router::Config {
         hash_limits: router::keys::HashLimits::default(),
         threads: 2,
         connections: Default::default(),
+        metrics: None,
     }
 }
 

@@ -199,6 +199,7 @@ async fn env(limits: ConnectionLimits, max_in_flight: usize, shard_url: &str) ->
         hash_limits: router::keys::HashLimits::default(),
         threads: 1,
         connections: limits,
+        metrics: None,
     };
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let router = listener.local_addr().unwrap();

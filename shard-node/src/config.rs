@@ -90,6 +90,10 @@ pub struct Config {
     /// `PUBLIC_URL`, default `http://127.0.0.1:8080`: the router address
     /// clients reach, the base of signed attachment links (local store).
     pub public_url: String,
+    /// Renders `GET /metrics` (with `control_plane_token`). Not from the
+    /// environment: `main` installs the process's recorder and puts its
+    /// handle here; `None` (library use) serves no page.
+    pub metrics: Option<cluster_protocol::metrics::PrometheusHandle>,
 }
 
 /// Part C's delivery timings and the knobs of ARCHITECTURE.md's operator
@@ -351,6 +355,7 @@ impl Config {
             webhooks: WebhookSettings::from_env()?,
             blobs: blobstore::Settings::from_env()?,
             public_url: optional("PUBLIC_URL").unwrap_or_else(|| DEFAULT_PUBLIC_URL.into()),
+            metrics: None,
         })
     }
 }

@@ -15,6 +15,7 @@
 //!   columns, operators), cached per database by `schema_version`.
 //! * [`export`]: the database as a streamed zip (part B, Export).
 //! * [`error`]: the one error type and its HTTP mapping.
+//! * [`metrics`]: the Prometheus series and `GET /metrics`.
 //! * [`state`]: the pool and its time limits; [`fair_share`]: each
 //!   database's share of the pool; [`cancel`]: what an abandoned request
 //!   does to the statements it left running.
@@ -33,6 +34,7 @@ pub mod fields;
 pub mod http;
 pub mod import;
 pub mod json;
+pub mod metrics;
 pub mod records;
 pub mod schema;
 pub mod state;
@@ -70,6 +72,7 @@ pub async fn run_until(
     migrate(&db).await?;
     let _purger = trash::purger::spawn(db.clone(), config.trash);
     let state = AppState::new(&config, db)?;
+    crate::metrics::describe();
     check_blob_store(state.blobs.clone());
     webhooks::deliverer::spawn(
         state.db.clone(),

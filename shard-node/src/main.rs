@@ -11,7 +11,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let _telemetry = cluster_protocol::telemetry::init("shard-node");
-    let config = Config::from_env()?;
+    let mut config = Config::from_env()?;
+    config.metrics =
+        Some(cluster_protocol::metrics::install().context("install the metrics recorder")?);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("bind {}", config.listen))?;

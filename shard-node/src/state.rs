@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use cluster_protocol::metrics as pool_metrics;
 use deadpool_postgres::{
     Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime, Timeouts, Transaction,
 };
@@ -35,6 +36,8 @@ pub struct AppState {
     pub links: crate::attachments::links::Links,
     /// The bounded pool image derivatives are made on (one per CPU).
     pub thumbnailer: crate::attachments::thumbnails::Pool,
+    /// `GET /metrics`, when the node has a recorder and an admin token.
+    pub metrics: Option<crate::metrics::Page>,
 }
 
 impl AppState {
@@ -56,6 +59,10 @@ impl AppState {
                 blobs,
             ),
             thumbnailer: Default::default(),
+            metrics: crate::metrics::Page::new(
+                config.metrics.clone(),
+                config.control_plane_token.clone(),
+            ),
         })
     }
 }
@@ -115,6 +122,7 @@ pub enum DbOp {
     UploadAttachment,
     GetAttachment,
     SweepBlobs,
+    CountPendingDeliveries,
 }
 
 impl DbOp {
@@ -172,6 +180,7 @@ impl DbOp {
             DbOp::UploadAttachment => "upload_attachment",
             DbOp::GetAttachment => "get_attachment",
             DbOp::SweepBlobs => "sweep_blobs",
+            DbOp::CountPendingDeliveries => "count_pending_deliveries",
         }
     }
 }
@@ -209,6 +218,22 @@ pub struct Db {
     deliverer: Pool,
     /// How to open a dedicated session (`LISTEN`), as the deliverer's.
     dedicated: tokio_postgres::Config,
+}
+
+/// The pools' names in `tabula_db_pool_*` series.
+const REQUEST_POOL: &str = "requests";
+const MAINTENANCE_POOL: &str = "maintenance";
+const DELIVERER_POOL: &str = "deliverer";
+
+/// A session of `pool`, its wait recorded.
+async fn timed_get(
+    name: &'static str,
+    pool: &Pool,
+) -> Result<Object, deadpool_postgres::PoolError> {
+    let start = Instant::now();
+    let got = pool.get().await;
+    pool_metrics::pool_wait(name, got.is_ok(), start.elapsed());
+    got
 }
 
 /// Background statements running at once (each may be a whole-table index
@@ -329,32 +354,56 @@ impl Db {
     /// when the session is closed ([`PgConn`]).
     pub async fn client_for(&self, database_id: &str) -> ApiResult<PgConn> {
         let start = Instant::now();
-        let share = self.fair.acquire(database_id, self.pool_wait).await?;
-        let timeouts = Timeouts {
-            wait: Some(self.pool_wait.saturating_sub(start.elapsed())),
-            ..self.pool.timeouts()
-        };
-        let session = self.pool.timeout_get(&timeouts).await?;
-        Ok(PgConn::new(session, Some(share)))
+        let got = async {
+            let share = self.fair.acquire(database_id, self.pool_wait).await?;
+            let timeouts = Timeouts {
+                wait: Some(self.pool_wait.saturating_sub(start.elapsed())),
+                ..self.pool.timeouts()
+            };
+            let session = self.pool.timeout_get(&timeouts).await?;
+            Ok(PgConn::new(session, Some(share)))
+        }
+        .await;
+        pool_metrics::pool_wait(REQUEST_POOL, got.is_ok(), start.elapsed());
+        got
     }
 
     /// A pooled session for work not on behalf of one database (health,
     /// the lookup across databases, creating a database); requests of one
     /// database use [`Db::client_for`]. Dropped unfinished, as there.
     pub async fn client(&self) -> ApiResult<PgConn> {
-        Ok(PgConn::new(self.pool.get().await?, None))
+        let session = timed_get(REQUEST_POOL, &self.pool).await?;
+        Ok(PgConn::new(session, None))
     }
 
     /// A session for background work (not one of the request pool's),
     /// under the maintenance time limit.
     pub async fn maintenance_client(&self) -> ApiResult<Object> {
-        Ok(self.maintenance.get().await?)
+        Ok(timed_get(MAINTENANCE_POOL, &self.maintenance).await?)
     }
 
     /// The webhook deliverer's session (not one of the request pool's),
     /// under the request statement limit.
     pub async fn deliverer_client(&self) -> ApiResult<Object> {
-        Ok(self.deliverer.get().await?)
+        Ok(timed_get(DELIVERER_POOL, &self.deliverer).await?)
+    }
+
+    /// The status of each pool, by its metrics name.
+    pub fn pool_statuses(&self) -> [(&'static str, deadpool_postgres::Status); 3] {
+        [
+            (REQUEST_POOL, self.pool.status()),
+            (MAINTENANCE_POOL, self.maintenance.status()),
+            (DELIVERER_POOL, self.deliverer.status()),
+        ]
+    }
+
+    /// Deliveries of the outbox not finished yet (for `/metrics`).
+    pub async fn pending_deliveries(&self) -> ApiResult<i64> {
+        self.measured(DbOp::CountPendingDeliveries, async {
+            let client = self.client().await?;
+            Ok(crate::catalog::deliveries::pending_count(&*client).await?)
+        })
+        .await
     }
 
     /// A session of its own, outside every pool (the deliverer's `LISTEN`):
@@ -421,6 +470,7 @@ impl Db {
     {
         let start = Instant::now();
         let result = work.await;
+        crate::metrics::db_operation(op, result.is_ok(), start.elapsed());
         tracing::debug!(
             db_op = op.as_str(),
             elapsed_us = start.elapsed().as_micros() as u64,

@@ -135,6 +135,22 @@ pub async fn list(db: &impl Db) -> anyhow::Result<Vec<MoveRow>> {
     rows(&db.query(&sql, &[]).await.context("list moves")?)
 }
 
+/// How many moves are in each state (states with none are absent).
+pub async fn count_by_state(db: &impl Db) -> anyhow::Result<Vec<(MoveState, i64)>> {
+    let rows = db
+        .query("SELECT state, count(*) FROM moves GROUP BY state", &[])
+        .await
+        .context("count moves by state")?;
+    rows.iter()
+        .map(|row| {
+            let raw: String = row.try_get(0)?;
+            let state = MoveState::parse(&raw)
+                .with_context(|| format!("unknown move state {raw:?} in catalog"))?;
+            Ok((state, row.try_get(1)?))
+        })
+        .collect()
+}
+
 /// Unfinished moves, oldest first.
 pub async fn unfinished(db: &impl Db) -> anyhow::Result<Vec<MoveRow>> {
     let sql = format!(

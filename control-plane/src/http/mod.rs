@@ -1,5 +1,5 @@
-//! The internal HTTP API (table in `cluster_protocol::control`). Every route
-//! but health requires the admin token; handlers only parse, call
+//! The internal HTTP API (table in `cluster_protocol::control`) and
+//! `GET /metrics`. Every route but health requires the admin token; handlers only parse, call
 //! `service`, and serialise.
 
 mod databases;
@@ -66,12 +66,14 @@ pub fn router(state: AppState) -> Router {
         .route("/internal/moves/{id}", get(moves::show))
         .route("/internal/moves/{id}/abort", post(moves::abort))
         .route("/internal/rebalance", post(rebalance::rebalance))
+        .route("/metrics", get(crate::metrics::handler))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
         .route("/internal/health", get(health))
         .merge(protected)
         .fallback(not_found)
         .method_not_allowed_fallback(not_found)
+        .layer(middleware::from_fn(crate::metrics::measure))
         .layer(middleware::from_fn(trace_request))
         .with_state(state)
 }

@@ -68,7 +68,7 @@ impl Ctx {
     }
 
     pub async fn catalog(&self) -> anyhow::Result<deadpool_postgres::Object> {
-        self.state.pool.get().await.context("catalog connection")
+        self.state.session().await.context("catalog connection")
     }
 
     pub async fn reload(&self) -> anyhow::Result<moves::MoveRow> {
@@ -107,7 +107,7 @@ impl Ctx {
         row: &moves::MoveRow,
         lock: Arc<tokio_postgres::Client>,
     ) -> anyhow::Result<Self> {
-        let client = state.pool.get().await.context("catalog connection")?;
+        let client = state.session().await.context("catalog connection")?;
         let all = shards::list(&**client).await?;
         let find = |name: &str| {
             all.iter()
@@ -152,7 +152,7 @@ async fn drive_locked(
     if !moves::try_lock_driver(&*lock, id).await? {
         return Ok(false);
     }
-    let first = moves::get(&**state.pool.get().await?, id)
+    let first = moves::get(&**state.session().await?, id)
         .await?
         .with_context(|| format!("move {id} vanished"))?;
     let ctx = Ctx::load(state, &first, lock.clone()).await?;

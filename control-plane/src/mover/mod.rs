@@ -121,7 +121,7 @@ async fn tick(
     driving: &mut HashMap<String, JoinHandle<bool>>,
 ) -> anyhow::Result<()> {
     start_pending(state).await?;
-    let client = state.pool.get().await.context("catalog connection")?;
+    let client = state.session().await.context("catalog connection")?;
     for m in moves::unfinished(&**client).await? {
         if m.api.state == MoveState::Pending || driving.contains_key(&m.api.id) {
             continue;
@@ -149,7 +149,7 @@ async fn tick(
 /// `pending -> copying` for each pending move (oldest first) that fits the
 /// slots, decided under a catalog lock so control planes agree.
 async fn start_pending(state: &AppState) -> anyhow::Result<()> {
-    let mut client = state.pool.get().await.context("catalog connection")?;
+    let mut client = state.session().await.context("catalog connection")?;
     let tx = client.transaction().await.context("begin slot decision")?;
     let unfinished = moves::unfinished(&*tx).await?;
     if !unfinished.iter().any(|m| m.api.state == MoveState::Pending) {

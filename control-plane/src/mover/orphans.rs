@@ -17,7 +17,7 @@ async fn is_orphan(state: &AppState, name: &str) -> anyhow::Result<bool> {
         // `tmv_` but not a name the mover makes: not ours to judge.
         return Ok(false);
     };
-    let client = state.pool.get().await.context("catalog connection")?;
+    let client = state.session().await.context("catalog connection")?;
     Ok(match moves::get(&**client, &move_id).await? {
         None => true,
         Some(m) => m.api.state.is_finished(),
@@ -27,7 +27,7 @@ async fn is_orphan(state: &AppState, name: &str) -> anyhow::Result<bool> {
 /// Drops every orphan on every registered shard; a shard that cannot be
 /// reached is skipped with a warning (the next sweep tries again).
 pub async fn sweep(state: &AppState) -> anyhow::Result<()> {
-    let all = shards::list(&**state.pool.get().await.context("catalog connection")?).await?;
+    let all = shards::list(&**state.session().await.context("catalog connection")?).await?;
     let mut found = Vec::new();
     for shard in &all {
         match admin::connect(shard, &state.moves).await {

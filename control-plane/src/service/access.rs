@@ -27,7 +27,7 @@ async fn apply(
     user_id: &str,
     change: Change,
 ) -> ApiResult<()> {
-    let mut client = state.pool.get().await?;
+    let mut client = state.session().await?;
     let tx: Transaction<'_> = client.transaction().await?;
     users::get(&*tx, user_id)
         .await?
@@ -97,7 +97,7 @@ pub async fn revoke_support(state: &AppState, req: SupportChange) -> ApiResult<(
 /// under a row lock) cannot commit in between, so the lists match the
 /// version, and a seed of this version cannot land after a change's delete.
 pub async fn user_access(state: &AppState, user_id: &str) -> ApiResult<UserAccess> {
-    let mut client = state.pool.get().await?;
+    let mut client = state.session().await?;
     let tx = client.transaction().await?;
     let user = users::get_for_share(&*tx, user_id)
         .await?

@@ -20,7 +20,7 @@ const FIRST_EPOCH: i64 = 1;
 /// every other allocation so positions are unique and increasing and the
 /// cap of owned databases holds under concurrency.
 pub async fn allocate(state: &AppState, user_id: &str) -> ApiResult<Allocation> {
-    let mut client = state.pool.get().await?;
+    let mut client = state.session().await?;
     let tx = client.transaction().await?;
     databases::lock_allocations(&*tx).await?;
     users::get(&*tx, user_id)
@@ -87,7 +87,7 @@ async fn announce(state: &AppState, database_id: &str, bumped: &[(String, i64)])
 
 /// Marks the database active (idempotent); its members now see it.
 pub async fn confirm(state: &AppState, database_id: &str) -> ApiResult<()> {
-    let mut client = state.pool.get().await?;
+    let mut client = state.session().await?;
     let tx = client.transaction().await?;
     match databases::state_for_update(&*tx, database_id).await? {
         None => return Err(unknown_database(database_id)),
@@ -104,7 +104,7 @@ pub async fn confirm(state: &AppState, database_id: &str) -> ApiResult<()> {
 /// Deletes a database that is still being created, with its memberships and
 /// grants. An active database is a 409.
 pub async fn release(state: &AppState, database_id: &str) -> ApiResult<()> {
-    let mut client = state.pool.get().await?;
+    let mut client = state.session().await?;
     let tx = client.transaction().await?;
     match databases::state_for_update(&*tx, database_id).await? {
         None => return Err(unknown_database(database_id)),
@@ -126,7 +126,7 @@ pub async fn release(state: &AppState, database_id: &str) -> ApiResult<()> {
 /// Returns how many were released.
 pub async fn reap(state: &AppState) -> anyhow::Result<usize> {
     let stale = {
-        let client = state.pool.get().await.context("connect for reaper")?;
+        let client = state.session().await.context("connect for reaper")?;
         databases::stale_creating(&**client, state.creating_ttl.as_secs_f64()).await?
     };
     let mut released = 0;
@@ -158,7 +158,7 @@ pub async fn reaper_loop(state: AppState, interval: std::time::Duration) {
 
 /// Every database by position, or those on `shard` (404 for an unknown shard).
 pub async fn list(state: &AppState, shard: Option<&str>) -> ApiResult<Vec<DatabaseInfo>> {
-    let client = state.pool.get().await?;
+    let client = state.session().await?;
     if let Some(name) = shard {
         if shards::get(&**client, name).await?.is_none() {
             return Err(ApiError::not_found(format!("Unknown shard {name}.")));
@@ -168,14 +168,14 @@ pub async fn list(state: &AppState, shard: Option<&str>) -> ApiResult<Vec<Databa
 }
 
 pub async fn show(state: &AppState, id: &str) -> ApiResult<DatabaseInfo> {
-    let client = state.pool.get().await?;
+    let client = state.session().await?;
     databases::get(&**client, id)
         .await?
         .ok_or_else(|| unknown_database(id))
 }
 
 pub async fn placement(state: &AppState, tag: &str) -> ApiResult<Placement> {
-    let client = state.pool.get().await?;
+    let client = state.session().await?;
     databases::placement_by_tag(&**client, tag)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("No database has tag {tag}.")))
@@ -191,6 +191,6 @@ pub async fn lookup(state: &AppState, ids: &[String]) -> ApiResult<Vec<Placement
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let client = state.pool.get().await?;
+    let client = state.session().await?;
     Ok(databases::placements_by_ids(&**client, ids).await?)
 }

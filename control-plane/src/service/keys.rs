@@ -62,7 +62,7 @@ pub async fn create(state: &AppState, req: CreateKey) -> ApiResult<CreatedKey> {
         )));
     }
     validate_scope(&req.databases)?;
-    let client = state.pool.get().await?;
+    let client = state.session().await?;
     let user = users::get(&**client, &req.user_id)
         .await?
         .ok_or_else(|| unknown_user(&req.user_id))?;
@@ -103,7 +103,7 @@ pub async fn update(state: &AppState, id: &str, req: UpdateKey) -> ApiResult<Key
     if let Some(scope) = &req.databases {
         validate_scope(scope)?;
     }
-    let mut client = state.pool.get().await?;
+    let mut client = state.session().await?;
     let tx = client.transaction().await?;
     let updated = keys::update(&*tx, id, req.access, req.databases.as_ref())
         .await?
@@ -128,7 +128,7 @@ pub async fn update(state: &AppState, id: &str, req: UpdateKey) -> ApiResult<Key
 /// unknown key still clears Redis before answering 404).
 pub async fn revoke(state: &AppState, id: &str) -> ApiResult<()> {
     let ids = [id.to_string()];
-    let mut client = state.pool.get().await?;
+    let mut client = state.session().await?;
     let tx = client.transaction().await?;
     if !keys::delete(&*tx, id).await? {
         drop(tx);
@@ -159,7 +159,7 @@ pub async fn revoke(state: &AppState, id: &str) -> ApiResult<()> {
 /// row lock before committing) cannot slip between them: a seed can never
 /// outlive a change.
 pub async fn fetch(state: &AppState, id: &str) -> ApiResult<KeyRecord> {
-    let mut client = state.pool.get().await?;
+    let mut client = state.session().await?;
     let tx = client.transaction().await?;
     let record = keys::get_record_for_share(&*tx, id)
         .await?

@@ -52,7 +52,7 @@ pub async fn create(state: &AppState, req: &CreateMove) -> ApiResult<Move> {
     if !ids::is_valid(Kind::Database, &req.database_id) {
         return Err(unknown_database(&req.database_id));
     }
-    let mut client = state.pool.get().await?;
+    let mut client = state.session().await?;
     let tx = client.transaction().await?;
     let db = databases::get(&*tx, &req.database_id)
         .await?
@@ -102,7 +102,7 @@ pub async fn create(state: &AppState, req: &CreateMove) -> ApiResult<Move> {
 
 /// Every move, newest first.
 pub async fn list(state: &AppState) -> ApiResult<Vec<Move>> {
-    let client = state.pool.get().await?;
+    let client = state.session().await?;
     Ok(moves::list(&**client)
         .await?
         .into_iter()
@@ -114,7 +114,7 @@ pub async fn show(state: &AppState, id: &str) -> ApiResult<Move> {
     if !ids::is_valid(Kind::Move, id) {
         return Err(unknown_move(id));
     }
-    let client = state.pool.get().await?;
+    let client = state.session().await?;
     moves::get(&**client, id)
         .await?
         .map(|m| m.api)
@@ -128,7 +128,7 @@ pub async fn abort(state: &AppState, id: &str) -> ApiResult<Move> {
     if !ids::is_valid(Kind::Move, id) {
         return Err(unknown_move(id));
     }
-    let mut client = state.pool.get().await?;
+    let mut client = state.session().await?;
     let tx = client.transaction().await?;
     let m = moves::get_for_update(&*tx, id)
         .await?

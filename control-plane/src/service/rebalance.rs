@@ -11,7 +11,7 @@ use crate::AppState;
 /// Plans from the catalog under the planning lock; with `dry_run` returns
 /// the plan and changes nothing, otherwise starts its moves in order.
 pub async fn rebalance(state: &AppState, req: &RebalanceRequest) -> ApiResult<RebalanceReply> {
-    let mut client = state.pool.get().await?;
+    let mut client = state.session().await?;
     let planning = client.transaction().await?;
     load::lock_planning(&*planning).await?;
     let loads: Vec<ShardLoad> = shards::list(&*planning)

@@ -41,14 +41,14 @@ fn validate(req: &AddShard) -> ApiResult<i32> {
 }
 
 pub async fn list(state: &AppState) -> ApiResult<Vec<Shard>> {
-    let client = state.pool.get().await?;
+    let client = state.session().await?;
     Ok(shards::list(&**client).await?)
 }
 
 pub async fn add(state: &AppState, mut req: AddShard) -> ApiResult<Shard> {
     req.url = req.url.trim().trim_end_matches('/').to_string();
     let weight = validate(&req)?;
-    let client = state.pool.get().await?;
+    let client = state.session().await?;
     shards::insert(&**client, &req, weight)
         .await?
         .ok_or_else(|| ApiError::conflict(format!("A shard named {} already exists.", req.name)))
@@ -61,12 +61,12 @@ pub async fn add(state: &AppState, mut req: AddShard) -> ApiResult<Shard> {
 /// shard and when no other shard is active. Draining a draining shard again
 /// starts moves for what is left on it.
 pub async fn drain(state: &AppState, name: &str) -> ApiResult<DrainReply> {
-    let mut planning = state.pool.get().await?;
+    let mut planning = state.session().await?;
     let planning = planning.transaction().await?;
     load::lock_planning(&*planning).await?;
     // Committed at once (its own connection), so no row lock of ours is
     // held while the moves are created.
-    let client = state.pool.get().await?;
+    let client = state.session().await?;
     let Some(shard) = shards::start_draining(&**client, name).await? else {
         return Err(match shards::get(&**client, name).await? {
             None => unknown_shard(name),
@@ -96,7 +96,7 @@ pub async fn drain(state: &AppState, name: &str) -> ApiResult<DrainReply> {
 
 /// Makes a shard eligible for new databases again.
 pub async fn activate(state: &AppState, name: &str) -> ApiResult<Shard> {
-    let client = state.pool.get().await?;
+    let client = state.session().await?;
     shards::set_state(&**client, name, ShardState::Active)
         .await?
         .ok_or_else(|| unknown_shard(name))

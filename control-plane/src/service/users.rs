@@ -38,7 +38,7 @@ pub async fn create(state: &AppState, req: CreateUser) -> ApiResult<User> {
             "name must be at most {MAX_NAME_LEN} characters."
         )));
     }
-    let client = state.pool.get().await?;
+    let client = state.session().await?;
     let id = ids::new_untagged(Kind::User);
     let row = users::insert(&**client, &id, &email, &name)
         .await?
@@ -52,7 +52,7 @@ pub async fn create(state: &AppState, req: CreateUser) -> ApiResult<User> {
 /// changes; failing after it (500) the user is suspended in the catalog and
 /// retrying the (idempotent) suspension clears Redis.
 pub async fn set_suspended(state: &AppState, id: &str, suspended: bool) -> ApiResult<User> {
-    let mut client = state.pool.get().await?;
+    let mut client = state.session().await?;
     let tx = client.transaction().await?;
     let row = users::set_suspended(&*tx, id, suspended)
         .await?

@@ -10,5 +10,6 @@ mod fail_closed;
 mod helpers;
 mod keys;
 mod members;
+mod metrics;
 mod moves;
 mod scale_cli;

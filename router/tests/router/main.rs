@@ -24,6 +24,8 @@ use cluster_protocol::principal::{
 use serde_json::{json, Value};
 
 const SECRET: &str = "test-cluster-secret";
+/// The routers' `CONTROL_PLANE_TOKEN`: it also opens `/metrics`.
+const ADMIN_TOKEN: &str = "test-admin-token";
 
 fn redis_url() -> String {
     std::env::var("TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
@@ -305,7 +307,7 @@ async fn env_with_config(
     let mut config = router::Config {
         listen: "127.0.0.1:0".parse().unwrap(),
         control_plane_url: format!("http://{cp_addr}"),
-        control_plane_token: router::config::Secret("t".into()),
+        control_plane_token: router::config::Secret(ADMIN_TOKEN.into()),
         redis_url,
         cluster_secret: router::config::Secret(SECRET.into()),
         key_limit_per_min: key_limit,
@@ -318,6 +320,8 @@ async fn env_with_config(
         hash_limits: router::keys::HashLimits::default(),
         threads: 1,
         connections: Default::default(),
+        // One recorder for the whole test process: every router shares it.
+        metrics: Some(cluster_protocol::metrics::install_once()),
     };
     tweak(&mut config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -718,5 +722,6 @@ async fn database_list_fans_out_and_merges() {
 mod keys;
 mod liveness;
 mod members;
+mod metrics;
 mod moves;
 mod streamed;

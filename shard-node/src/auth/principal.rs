@@ -97,10 +97,13 @@ async fn checked_body(headers: &HeaderMap, body: Body) -> Result<Body, ApiError>
 }
 
 /// Whether a path needs a signed principal: everything but the health
-/// check and the signed file route (its link's signature is the
-/// credential, checked by `attachments::files`).
+/// check, the signed file route (its link's signature is the credential,
+/// checked by `attachments::files`) and `/metrics` (the admin token is its
+/// credential, checked by `crate::metrics`).
 fn is_guarded(path: &str) -> bool {
-    path != "/internal/health" && !path.starts_with(crate::attachments::links::FILES_PATH)
+    path != "/internal/health"
+        && path != cluster_protocol::metrics::METRICS_ROUTE
+        && !path.starts_with(crate::attachments::links::FILES_PATH)
 }
 
 /// Middleware: refuses (401) any guarded request whose principal, method,

@@ -550,6 +550,17 @@ pub async fn prune(
     Ok(removed)
 }
 
+/// Deliveries not finished yet (over the `deliveries_due` partial index).
+pub async fn pending_count(client: &impl GenericClient) -> Result<i64, tokio_postgres::Error> {
+    let row = client
+        .query_one(
+            "SELECT count(*) FROM deliveries WHERE finished_at IS NULL",
+            &[],
+        )
+        .await?;
+    row.try_get(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

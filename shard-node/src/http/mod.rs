@@ -29,6 +29,7 @@ fn streamed(route: MethodRouter<AppState>) -> MethodRouter<AppState> {
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/internal/health", get(health::handler))
+        .route("/metrics", get(crate::metrics::handler))
         .route("/internal/databases/lookup", post(databases::list::lookup))
         .route("/api/databases", post(databases::create::handler))
         .route(
@@ -131,6 +132,7 @@ pub fn router(state: AppState) -> Router {
             require_principal,
         ))
         .layer(axum::middleware::from_fn(guard::envelope_rejections))
+        .layer(axum::middleware::from_fn(crate::metrics::measure))
         .layer(axum::middleware::from_fn(trace::request_span))
         .with_state(state)
 }

@@ -256,7 +256,10 @@ impl Deliverer {
             }
         }
         match joined {
-            Ok((_, done)) => self.unrecorded.push(done),
+            Ok((_, done)) => {
+                crate::metrics::webhook_attempt(&done.after);
+                self.unrecorded.push(done)
+            }
             // Its row is claimed again when the lease ends.
             Err(e) => tracing::error!(error = %e, "webhook delivery attempt task failed"),
         }

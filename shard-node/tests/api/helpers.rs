@@ -14,6 +14,8 @@ use tokio::sync::OnceCell;
 
 pub const SECRET: &str = "test-cluster-secret";
 pub const SHARD: &str = "test-shard";
+/// The nodes' `CONTROL_PLANE_TOKEN`: it opens `/metrics`.
+pub const ADMIN_TOKEN: &str = "test-admin-token";
 
 static DATABASE_URL: OnceCell<String> = OnceCell::const_new();
 
@@ -223,13 +225,15 @@ async fn spawn_node_with(
         database_url: Secret::new(url.clone()),
         cluster_secret: Secret::new(SECRET),
         control_plane_url: None,
-        control_plane_token: None,
+        control_plane_token: Some(Secret::new(ADMIN_TOKEN)),
         pool_size,
         trash: Default::default(),
         db_limits,
         webhooks,
         blobs,
         public_url: shard_node::config::DEFAULT_PUBLIC_URL.into(),
+        // One recorder for the whole test process: every node shares it.
+        metrics: Some(cluster_protocol::metrics::install_once()),
     };
     tokio::spawn(async move {
         if let Err(e) = shard_node::run_until(config, listener, std::future::pending()).await {

@@ -7,6 +7,7 @@ mod deliveries;
 mod export;
 mod fields;
 mod helpers;
+mod metrics;
 mod outbox;
 mod placements;
 mod records;

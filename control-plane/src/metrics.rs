@@ -1,0 +1,104 @@
+//! The control plane's Prometheus series and its `GET /metrics` page.
+//!
+//! The page sits with the other protected routes: it needs
+//! `Authorization: Bearer <CONTROL_PLANE_TOKEN>` (401 without), and a
+//! server started without a recorder (library use) answers 404.
+//!
+//! Series (besides the shared ones of `cluster_protocol::metrics`, whose
+//! `route` is axum's matched route, `unknown` when none matched):
+//! * `tabula_db_pool_connections{pool="catalog"}` and
+//!   `tabula_db_pool_wait_seconds{pool="catalog"}`: the catalog pool.
+//! * [`MOVES`]: database moves by state, counted when the page is rendered.
+
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use cluster_protocol::control::MoveState;
+use cluster_protocol::metrics::{self as shared, InFlight, UNKNOWN_ROUTE};
+use deadpool_postgres::{Object, Pool, PoolError};
+
+use crate::error::ApiError;
+use crate::AppState;
+
+/// Moves recorded in the catalog, by `state` (every state, 0 included).
+/// Gauge.
+pub const MOVES: &str = "tabula_moves";
+
+const CATALOG_POOL: &str = "catalog";
+
+/// The `# HELP` lines of the control plane's series (with the shared ones).
+pub fn describe() {
+    shared::describe();
+    ::metrics::describe_gauge!(MOVES, "Database moves in the catalog, by state.");
+}
+
+/// `GET /metrics` (behind the admin token).
+pub async fn handler(State(state): State<AppState>) -> Response {
+    let Some(handle) = &state.metrics else {
+        return ApiError::not_found("Not found.").into_response();
+    };
+    refresh_gauges(&state).await;
+    (
+        [(header::CONTENT_TYPE, shared::CONTENT_TYPE)],
+        shared::render(handle),
+    )
+        .into_response()
+}
+
+/// Gauges read when the page is rendered: the pool and the moves.
+async fn refresh_gauges(state: &AppState) {
+    let status = state.pool.status();
+    shared::pool_status(
+        CATALOG_POOL,
+        status.size,
+        status.available,
+        status.waiting,
+        status.max_size,
+    );
+    let counts = async {
+        let client = state.session().await?;
+        crate::catalog::moves::count_by_state(&**client).await
+    };
+    match counts.await {
+        Ok(counts) => {
+            for s in MoveState::ALL {
+                let n = counts.iter().find(|(c, _)| *c == s).map_or(0, |(_, n)| *n);
+                ::metrics::gauge!(MOVES, "state" => s.as_str()).set(n as f64);
+            }
+        }
+        Err(e) => tracing::warn!(error = format!("{e:#}"), "metrics: moves not counted"),
+    }
+}
+
+/// A catalog session, its wait recorded.
+pub async fn timed_get(pool: &Pool) -> Result<Object, PoolError> {
+    let start = Instant::now();
+    let got = pool.get().await;
+    shared::pool_wait(CATALOG_POOL, got.is_ok(), start.elapsed());
+    got
+}
+
+/// Counts every request by method, matched route and status, its latency,
+/// and the requests in flight.
+pub async fn measure(request: Request, next: Next) -> Response {
+    let method = shared::method_label(request.method());
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or(UNKNOWN_ROUTE, |m| m.as_str())
+        .to_string();
+    let started = Instant::now();
+    let in_flight = InFlight::start();
+    let response = next.run(request).await;
+    drop(in_flight);
+    shared::record_request(
+        method,
+        &route,
+        response.status().as_u16(),
+        started.elapsed(),
+    );
+    response
+}
