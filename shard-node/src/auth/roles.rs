@@ -248,6 +248,7 @@ mod tests {
             support,
             epoch: None,
             new_database: None,
+            share: false,
         }
     }
 
