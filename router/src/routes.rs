@@ -45,6 +45,8 @@ fn tagged_kind(segment: &str) -> Option<Kind> {
         "fields" => Kind::Field,
         "views" => Kind::View,
         "webhooks" => Kind::Webhook,
+        "comments" => Kind::Comment,
+        "shares" => Kind::ShareLink,
         _ => return None,
     })
 }

@@ -23,6 +23,7 @@ pub mod attachments;
 pub mod auth;
 pub mod cancel;
 pub mod catalog;
+pub mod comments;
 pub mod config;
 pub mod databases;
 pub mod egress;

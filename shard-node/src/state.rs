@@ -115,6 +115,14 @@ pub enum DbOp {
     UploadAttachment,
     GetAttachment,
     SweepBlobs,
+    ListComments,
+    CreateComment,
+    UpdateComment,
+    DeleteComment,
+    CreateShareLink,
+    ListShareLinks,
+    DeleteShareLink,
+    ReadShareLink,
 }
 
 impl DbOp {
@@ -172,6 +180,14 @@ impl DbOp {
             DbOp::UploadAttachment => "upload_attachment",
             DbOp::GetAttachment => "get_attachment",
             DbOp::SweepBlobs => "sweep_blobs",
+            DbOp::ListComments => "list_comments",
+            DbOp::CreateComment => "create_comment",
+            DbOp::UpdateComment => "update_comment",
+            DbOp::DeleteComment => "delete_comment",
+            DbOp::CreateShareLink => "create_share_link",
+            DbOp::ListShareLinks => "list_share_links",
+            DbOp::DeleteShareLink => "delete_share_link",
+            DbOp::ReadShareLink => "read_share_link",
         }
     }
 }

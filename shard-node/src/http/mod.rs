@@ -12,7 +12,7 @@ use crate::auth::principal::require_principal;
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::webhooks::api as webhooks;
-use crate::{attachments, databases, fields, import, records, tables, trash, views};
+use crate::{attachments, comments, databases, fields, import, records, tables, trash, views};
 
 async fn not_found() -> ApiError {
     ApiError::NotFound
@@ -74,6 +74,14 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/api/tables/{id}/records/{rid}/press",
             post(records::press::handler),
+        )
+        .route(
+            "/api/tables/{id}/records/{rid}/comments",
+            get(comments::list::handler).post(comments::create::handler),
+        )
+        .route(
+            "/api/comments/{id}",
+            axum::routing::patch(comments::update::handler).delete(comments::delete::handler),
         )
         .route("/api/tables/{id}/trash", get(trash::list::handler))
         .route(

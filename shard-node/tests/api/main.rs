@@ -2,6 +2,7 @@
 
 mod attachments;
 mod auth;
+mod comments;
 mod databases;
 mod deliveries;
 mod export;
