@@ -36,6 +36,7 @@ pub mod import;
 pub mod json;
 pub mod records;
 pub mod schema;
+pub mod shares;
 pub mod state;
 pub mod tables;
 pub mod tenant_schema;

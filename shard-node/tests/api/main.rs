@@ -11,6 +11,7 @@ mod helpers;
 mod outbox;
 mod placements;
 mod records;
+mod shares;
 mod tables;
 mod time_limits;
 mod trash;
