@@ -117,6 +117,21 @@ pub fn share_token_tag(token: &str) -> Option<&str> {
     Some(&body[..TAG_LEN])
 }
 
+/// `path` as logs and trace spans may show it: the token of a share read
+/// (`/api/share/{token}/...`, a credential) cut to its prefix and tag.
+pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
+    let Some(rest) = path.strip_prefix("/api/share/") else {
+        return path.into();
+    };
+    let (token, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    let kept: String = token
+        .chars()
+        .take(SHARE_TOKEN_PREFIX.len() + TAG_LEN)
+        .collect();
+    let slash = if rest.contains('/') { "/" } else { "" };
+    format!("/api/share/{kept}...{slash}{tail}").into()
+}
+
 fn is_id_char(b: u8) -> bool {
     b.is_ascii_alphanumeric()
 }
@@ -192,6 +207,17 @@ mod tests {
         let comment = new_tagged(Kind::Comment, "Ab3dZ");
         assert_eq!(tag_of(Kind::Comment, &comment), Some("Ab3dZ"));
         assert!(new_tagged(Kind::ShareLink, "Ab3dZ").starts_with("shl_Ab3dZ"));
+    }
+
+    #[test]
+    fn logged_paths_hide_share_tokens() {
+        let t = new_share_token("Ab3dZ");
+        let path = format!("/api/share/{t}/records");
+        let logged = loggable_path(&path);
+        assert_eq!(logged, "/api/share/shrAb3dZ.../records");
+        assert!(!logged.contains(&t[8..]));
+        assert_eq!(loggable_path("/api/tables/x"), "/api/tables/x");
+        assert_eq!(loggable_path("/api/share/abc"), "/api/share/abc...");
     }
 
     #[test]

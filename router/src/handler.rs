@@ -11,7 +11,7 @@ use crate::forward::X_FORWARDED_FOR;
 use crate::routes::{classify, Route};
 use crate::state::AppState;
 use crate::trace::RequestSpan;
-use crate::{auth, bearer, databases, files, health, proxy, whoami};
+use crate::{auth, bearer, databases, files, health, proxy, share, whoami};
 
 /// The owned form of a route, so the request can be consumed afterwards.
 enum Target {
@@ -55,6 +55,10 @@ async fn dispatch(
         Route::File { tag } => {
             let tag = tag.map(str::to_string);
             return files::serve(state, req, &address, tag.as_deref(), span).await;
+        }
+        Route::Share { tag } => {
+            let tag = tag.map(str::to_string);
+            return share::serve(state, req, &address, tag.as_deref(), span).await;
         }
         Route::Whoami => Target::Whoami,
         Route::ListDatabases => Target::ListDatabases,
