@@ -427,7 +427,7 @@ async fn a_share_principal_reaches_nothing_else_and_a_key_not_the_share_route() 
     ] {
         let r = app
             .call(
-                &method,
+                method,
                 &path,
                 Signing::With(&p),
                 Body::Json(json!({"database_ids": [fx.db]})),
