@@ -228,3 +228,51 @@ async fn share_reads_count_against_the_anonymous_address_shield() {
     over.expect_error(429, "rate_limited");
     assert!(over.header("retry-after").is_some());
 }
+
+#[tokio::test]
+async fn comments_and_share_links_move_with_their_database() {
+    let fx = fixture().await;
+    let api = &fx.owner.api;
+    let path = format!("/api/tables/{}/records/{}/comments", fx.table, fx.recs[1]);
+    let c = api
+        .post(&path, json!({"text": "before the move"}))
+        .await
+        .expect_ok()["comment"]
+        .clone();
+    let view = id(&api
+        .post(
+            &format!("/api/tables/{}/views", fx.table),
+            json!({"name": "All", "config": {"hidden_fields": [fx.f["Secret"]]}}),
+        )
+        .await
+        .expect_ok()["view"]);
+    let share = api
+        .post(&format!("/api/views/{view}/shares"), json!({}))
+        .await
+        .expect_ok()["share"]
+        .clone();
+    let read = format!("/api/share/{}/records", share["token"].as_str().unwrap());
+    let anon = Api::anonymous();
+    let before = anon.get(&read).await.expect_ok().clone();
+
+    let from = e2e_tests::moves::database(&fx.db).await.shard;
+    let to = crate::moves_keep::other_shard(&from).await;
+    let m = e2e_tests::moves::move_done(&fx.db, &to).await;
+
+    let listed = api.get(&path).await.expect_ok()["comments"].clone();
+    assert_eq!(listed, json!([c]));
+    assert_eq!(anon.get(&read).await.expect_ok(), &before);
+    // Writes land on the new shard: an edit, a new comment, a revoke.
+    api.patch(
+        &format!("/api/comments/{}", id(&c)),
+        json!({"text": "after"}),
+    )
+    .await
+    .expect_ok();
+    api.post(&path, json!({"text": "second"})).await.expect_ok();
+    api.delete(&format!("/api/shares/{}", id(&share)))
+        .await
+        .expect_ok();
+    anon.get(&read).await.expect_error(404, "not_found");
+    e2e_tests::moves::assert_nothing_left(&m).await;
+}
