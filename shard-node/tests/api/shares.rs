@@ -44,6 +44,19 @@ async fn fixture(app: &TestApp) -> Fixture {
             r.body["field"]["id"].as_str().unwrap().to_string(),
         );
     }
+    // A visible formula reading the hidden Secret: left out of the share.
+    let r = app
+        .post(
+            &format!("/api/tables/{table}/fields"),
+            &owner,
+            json!({"name": "Echo", "type": "formula", "options": {"expression": "{Secret}"}}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    f.insert(
+        "Echo".to_string(),
+        r.body["field"]["id"].as_str().unwrap().to_string(),
+    );
     let rows = [("a", 1), ("b", 5), ("c", 3), ("d", 9), ("e", 0)];
     let records: Vec<Value> = rows
         .iter()
@@ -256,6 +269,19 @@ async fn the_read_shows_the_view_and_nothing_more() {
     assert!(!text.contains("hush"), "{text}");
     assert!(!text.contains("Secret"), "{text}");
     assert!(!text.contains(&fx.f["Secret"]), "{text}");
+    assert!(
+        !text.contains("Echo"),
+        "a formula of a hidden field: {text}"
+    );
+    // The keyed listing of the same view does show the formula (the view
+    // itself does not hide it): only the share withholds it.
+    let keyed = app
+        .get(
+            &format!("/api/tables/{}/records?view={}", fx.table, fx.view),
+            &fx.owner,
+        )
+        .await;
+    assert!(keyed.body.to_string().contains("Echo"));
     assert!(r.body.get("bookmark").is_none());
 
     // Pages.
