@@ -121,6 +121,12 @@ def fixture(api):
     hook = {"url": "http://127.0.0.1:9/hook", "trigger_type": "record_created", "table_id": tbl}
     ids["whk"] = api.call("POST", f"/api/databases/{db}/webhooks", hook)["webhook"]["id"]
     ids["whk_del"] = api.call("POST", f"/api/databases/{db}/webhooks", hook)["webhook"]["id"]
+    comments = f"/api/tables/{tbl}/records/{ids['rec']}/comments"
+    ids["cmt"] = api.call("POST", comments, {"text": "first"})["comment"]["id"]
+    ids["cmt_del"] = api.call("POST", comments, {"text": "doomed"})["comment"]["id"]
+    share = api.call("POST", f"/api/views/{ids['viw']}/shares")["share"]
+    ids["share_token"] = share["token"]
+    ids["shl_del"] = api.call("POST", f"/api/views/{ids['viw']}/shares")["share"]["id"]
     # One delivery to replay: a create enqueues it.
     api.call("POST", f"/api/tables/{tbl}/records", {"records": [{"fields": {"Name": "hook"}}]})
     for _ in range(50):
@@ -132,7 +138,7 @@ def fixture(api):
     return ids
 
 
-def operation_parameters(ids):
+def operation_parameters(ids, user_id):
     """Path parameters per operationId (router/openapi.json)."""
     db = {"path.id": ids["db"]}
     tbl = {"path.id": ids["tbl"]}
@@ -176,6 +182,20 @@ def operation_parameters(ids):
         "testWebhook": whk,
         "listDeliveries": whk,
         "deleteWebhook": {"path.id": ids["whk_del"]},
+        "listMembers": db,
+        "addMember": db,
+        # The demo user, the database's one owner: demoting or removing the
+        # last owner is refused, so the fixture stays usable.
+        "changeMemberRole": {"path.id": ids["db"], "path.user_id": user_id},
+        "removeMember": {"path.id": ids["db"], "path.user_id": user_id},
+        "listComments": rec,
+        "createComment": rec,
+        "updateComment": {"path.id": ids["cmt"]},
+        "deleteComment": {"path.id": ids["cmt_del"]},
+        "listShareLinks": {"path.id": ids["viw"]},
+        "createShareLink": {"path.id": ids["viw"]},
+        "deleteShareLink": {"path.id": ids["shl_del"]},
+        "readShareLink": {"path.token": ids["share_token"]},
     }
     if "dlv" in ids:
         params["replayDelivery"] = {"path.id": ids["whk"], "path.delivery_id": ids["dlv"]}
@@ -186,9 +206,9 @@ def toml_string(s):
     return json.dumps(s)
 
 
-def config(ids):
+def config(ids, user_id):
     lines = []
-    for op, params in operation_parameters(ids).items():
+    for op, params in operation_parameters(ids, user_id).items():
         lines.append("[[operations]]")
         lines.append(f"include-operation-id = {toml_string(op)}")
         inner = ", ".join(f"{toml_string(k)} = {toml_string(v)}" for k, v in params.items())
@@ -224,7 +244,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     cfg = os.path.join(work, "schemathesis.toml")
     with open(cfg, "w", encoding="utf-8") as f:
-        f.write(config(ids))
+        f.write(config(ids, env["DEMO_USER_ID"]))
     junit = os.path.join(work, "junit.xml")
     cmd = [
         st,

@@ -27,6 +27,10 @@ pub enum Kind {
     Attachment,
     Webhook,
     Delivery,
+    /// A comment on a record.
+    Comment,
+    /// A share link of a view.
+    ShareLink,
     Key,
     User,
     /// A database move (control plane only).
@@ -44,6 +48,8 @@ impl Kind {
             Kind::Attachment => "att_",
             Kind::Webhook => "whk_",
             Kind::Delivery => "dlv_",
+            Kind::Comment => "cmt_",
+            Kind::ShareLink => "shl_",
             Kind::Key => "key_",
             Kind::User => "usr_",
             Kind::Move => "mov_",
@@ -82,6 +88,48 @@ pub fn new_tagged(kind: Kind, tag: &str) -> String {
 /// A random string of the id alphabet (select choice ids, secrets).
 pub fn random_token(len: usize) -> String {
     random_chars(len)
+}
+
+/// Prefix of a share-link token.
+pub const SHARE_TOKEN_PREFIX: &str = "shr";
+/// Random characters after the tag in a share-link token: 24 of 62 is
+/// 142 bits, above the 128 a guess has to beat.
+pub const SHARE_TOKEN_RANDOM_LEN: usize = 24;
+
+/// A fresh share-link token of the database whose tag is `tag`:
+/// `shr` + tag + [`SHARE_TOKEN_RANDOM_LEN`] characters drawn from the
+/// operating system's RNG (unbiased: `gen_range` rejects out-of-range draws).
+pub fn new_share_token(tag: &str) -> String {
+    use rand::rngs::OsRng;
+    debug_assert_eq!(tag.len(), TAG_LEN);
+    let random: String = (0..SHARE_TOKEN_RANDOM_LEN)
+        .map(|_| ALPHABET[OsRng.gen_range(0..ALPHABET.len())] as char)
+        .collect();
+    format!("{SHARE_TOKEN_PREFIX}{tag}{random}")
+}
+
+/// The routing tag inside a well-formed share-link token.
+pub fn share_token_tag(token: &str) -> Option<&str> {
+    let body = token.strip_prefix(SHARE_TOKEN_PREFIX)?;
+    if body.len() != TAG_LEN + SHARE_TOKEN_RANDOM_LEN || !body.bytes().all(is_id_char) {
+        return None;
+    }
+    Some(&body[..TAG_LEN])
+}
+
+/// `path` as logs and trace spans may show it: the token of a share read
+/// (`/api/share/{token}/...`, a credential) cut to its prefix and tag.
+pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
+    let Some(rest) = path.strip_prefix("/api/share/") else {
+        return path.into();
+    };
+    let (token, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    let kept: String = token
+        .chars()
+        .take(SHARE_TOKEN_PREFIX.len() + TAG_LEN)
+        .collect();
+    let slash = if rest.contains('/') { "/" } else { "" };
+    format!("/api/share/{kept}...{slash}{tail}").into()
 }
 
 fn is_id_char(b: u8) -> bool {
@@ -144,6 +192,32 @@ mod tests {
         assert_eq!(tag_of(Kind::Table, "tbl_Ab3dZ12345678"), None);
         assert_eq!(tag_of(Kind::Key, "key_Ab3dZ1234567"), None);
         assert_eq!(tag_of(Kind::Table, "tbl_Ab3dZ12345é"), None);
+    }
+
+    #[test]
+    fn share_tokens_carry_their_tag_and_142_random_bits() {
+        let t = new_share_token("Ab3dZ");
+        assert_eq!(t.len(), 3 + 5 + 24);
+        assert_eq!(share_token_tag(&t), Some("Ab3dZ"));
+        assert_ne!(new_share_token("Ab3dZ"), t);
+        assert_eq!(share_token_tag("shrAb3dZ"), None);
+        assert_eq!(share_token_tag(&format!("{t}x")), None);
+        assert_eq!(share_token_tag(&t.replace("shr", "shl")), None);
+        assert_eq!(share_token_tag("shrAb3dZ12345678901234567890123-"), None);
+        let comment = new_tagged(Kind::Comment, "Ab3dZ");
+        assert_eq!(tag_of(Kind::Comment, &comment), Some("Ab3dZ"));
+        assert!(new_tagged(Kind::ShareLink, "Ab3dZ").starts_with("shl_Ab3dZ"));
+    }
+
+    #[test]
+    fn logged_paths_hide_share_tokens() {
+        let t = new_share_token("Ab3dZ");
+        let path = format!("/api/share/{t}/records");
+        let logged = loggable_path(&path);
+        assert_eq!(logged, "/api/share/shrAb3dZ.../records");
+        assert!(!logged.contains(&t[8..]));
+        assert_eq!(loggable_path("/api/tables/x"), "/api/tables/x");
+        assert_eq!(loggable_path("/api/share/abc"), "/api/share/abc...");
     }
 
     #[test]

@@ -61,6 +61,34 @@ pub struct Principal {
     /// Set only on `POST /api/databases`: what the control plane allocated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_database: Option<crate::control::Allocation>,
+    /// An anonymous read behind a share link (`GET /api/share/{token}/records`):
+    /// no user, no key, no role; `database_id` names the database the
+    /// token's tag routes to. Shards accept it on that route only.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub share: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl Principal {
+    /// The principal of an anonymous share-link read of `database_id`
+    /// (routed at `epoch`): empty user and key ids, read-only, no role.
+    pub fn share_read(database_id: &str, epoch: Option<i64>) -> Principal {
+        Principal {
+            user_id: String::new(),
+            key_id: String::new(),
+            access: Access::ReadOnly,
+            narrowed: true,
+            database_id: Some(database_id.to_string()),
+            role: None,
+            support: false,
+            epoch,
+            new_database: None,
+            share: true,
+        }
+    }
 }
 
 /// The three header values that carry a signed principal.
@@ -400,6 +428,7 @@ mod tests {
             support: false,
             epoch: Some(1),
             new_database: None,
+            share: false,
         }
     }
 

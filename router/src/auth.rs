@@ -66,6 +66,7 @@ impl Caller {
             support,
             epoch,
             new_database: None,
+            share: false,
         }
     }
 
@@ -91,6 +92,7 @@ impl Caller {
             support,
             epoch,
             new_database,
+            share,
         } = p;
         *user_id == r.user.id
             && *key_id == r.id
@@ -101,6 +103,7 @@ impl Caller {
             && *support == support_grant
             && *epoch == epoch_now
             && new_database.is_none()
+            && !*share
     }
 
     /// Sets `X-RateLimit-Limit` / `X-RateLimit-Remaining` from the key budget.

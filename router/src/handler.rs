@@ -14,7 +14,7 @@ use crate::metrics::{self, Measured};
 use crate::routes::{classify, MemberAction, Route};
 use crate::state::AppState;
 use crate::trace::RequestSpan;
-use crate::{auth, bearer, databases, files, health, members, openapi, proxy, whoami};
+use crate::{auth, bearer, databases, files, health, members, openapi, proxy, share, whoami};
 
 /// The owned form of a route, so the request can be consumed afterwards.
 enum Target {
@@ -112,6 +112,10 @@ async fn dispatch(
         Route::File { tag } => {
             let tag = tag.map(str::to_string);
             return files::serve(state, req, &address, tag.as_deref(), span).await;
+        }
+        Route::Share { tag } => {
+            let tag = tag.map(str::to_string);
+            return share::serve(state, req, &address, tag.as_deref(), span).await;
         }
         Route::Whoami => Target::Whoami,
         Route::ListDatabases => Target::ListDatabases,

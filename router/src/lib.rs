@@ -32,6 +32,7 @@ pub mod resp;
 pub mod routes;
 pub mod server;
 pub mod shard_conn;
+pub mod share;
 pub mod state;
 pub mod stream_body;
 pub mod streamed;

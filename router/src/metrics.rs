@@ -103,12 +103,16 @@ pub const TEMPLATES: &[&str] = &[
     "/api/tables/{id}/records/list",
     "/api/tables/{id}/records/{rid}",
     "/api/tables/{id}/records/{rid}/press",
+    "/api/tables/{id}/records/{rid}/comments",
     "/api/tables/{id}/trash",
     "/api/tables/{id}/trash/restore",
     "/api/tables/{id}/trash/purge",
     "/api/tables/{id}/attachments",
     "/api/fields/{id}",
     "/api/views/{id}",
+    "/api/views/{id}/shares",
+    "/api/comments/{id}",
+    "/api/shares/{id}",
     "/api/webhooks/{id}",
     "/api/webhooks/{id}/secret",
     "/api/webhooks/{id}/test",
@@ -128,12 +132,13 @@ pub fn route_template(method: &Method, path: &str) -> &'static str {
         Route::Whoami => "/api/meta/whoami",
         Route::ListDatabases | Route::CreateDatabase => "/api/databases",
         Route::File { tag: Some(_) } => FILE_TEMPLATE,
+        Route::Share { tag: Some(_) } => "/api/share/{token}/records",
         Route::Tagged { .. } | Route::Members { .. } => TEMPLATES
             .iter()
             .copied()
             .find(|t| matches_template(t, path))
             .unwrap_or(UNKNOWN_ROUTE),
-        Route::File { tag: None } | Route::NotFound => UNKNOWN_ROUTE,
+        Route::File { tag: None } | Route::Share { tag: None } | Route::NotFound => UNKNOWN_ROUTE,
     }
 }
 
@@ -248,6 +253,7 @@ mod tests {
                 .map(|(i, seg)| match (seg.starts_with('{'), seg) {
                     (false, _) => seg.to_string(),
                     (true, "{variant}") => "thumb-256".into(),
+                    (true, "{token}") => cluster_protocol::ids::new_share_token("Ab3dZ"),
                     (true, _) => {
                         let kind = template.split('/').nth(i - 1).unwrap_or("");
                         let prefix = match kind {
@@ -260,6 +266,8 @@ mod tests {
                             "deliveries" => "dlv_",
                             "files" => "att_",
                             "members" => "usr_",
+                            "comments" => "cmt_",
+                            "shares" => "shl_",
                             other => panic!("no id kind for {other} in {template}"),
                         };
                         format!("{prefix}Ab3dZ1234567")

@@ -203,6 +203,7 @@ mod tests {
             support: false,
             epoch: Some(1),
             new_database: None,
+            share: false,
         }
     }
 

@@ -1,7 +1,7 @@
 //! The routing table: which requests the router answers itself, and which go
 //! to the shard owning the database named by the routing tag inside an id.
 
-use cluster_protocol::ids::{tag_of, Kind};
+use cluster_protocol::ids::{share_token_tag, tag_of, Kind};
 use http::Method;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +30,11 @@ pub enum Route<'a> {
     /// API key (the signature in its query is checked by the shard). `None`
     /// when the attachment id or the variant is malformed (404).
     File {
+        tag: Option<&'a str>,
+    },
+    /// `GET /api/share/{token}/records`: a view's share link, no API key
+    /// (the shard checks the token). `None` when the token is malformed (404).
+    Share {
         tag: Option<&'a str>,
     },
     NotFound,
@@ -100,6 +105,8 @@ fn tagged_kind(segment: &str) -> Option<Kind> {
         "fields" => Kind::Field,
         "views" => Kind::View,
         "webhooks" => Kind::Webhook,
+        "comments" => Kind::Comment,
+        "shares" => Kind::ShareLink,
         _ => return None,
     })
 }
@@ -124,6 +131,14 @@ pub fn classify<'a>(method: &Method, path: &'a str) -> Route<'a> {
             };
         }
         return Route::NotFound;
+    }
+    if let Some(share) = rest.strip_prefix("share/") {
+        return match share.strip_suffix("/records") {
+            Some(token) if method == Method::GET && !token.contains('/') => Route::Share {
+                tag: share_token_tag(token),
+            },
+            _ => Route::NotFound,
+        };
     }
     let mut parts = rest.splitn(3, '/');
     let (Some(collection), Some(id)) = (parts.next(), parts.next()) else {
@@ -271,7 +286,6 @@ mod tests {
         assert_eq!(t("/api/tables/"), Route::NotFound);
         assert_eq!(t("/api/tables"), Route::NotFound);
         assert_eq!(t("/api/records/rec_Ab3dZ1234567"), Route::NotFound);
-        assert_eq!(t("/api/share/tok/records"), Route::NotFound);
         assert_eq!(t("/other"), Route::NotFound);
         assert_eq!(t("/api/tables/tbl_Ab3dZ12345678"), Route::NotFound);
     }
@@ -349,6 +363,72 @@ mod tests {
                 matches!(classify(&method, &path), Route::Members { .. }),
                 "{method} {path}"
             );
+        }
+    }
+
+    #[test]
+    fn comments_and_shares_route_by_their_ids_tag() {
+        let t = |m: Method, p| classify(&m, p);
+        let tagged = |tag| Route::Tagged { tag, import: false };
+        assert_eq!(
+            t(
+                Method::GET,
+                "/api/tables/tbl_Ab3dZ1234567/records/rec_Ab3dZ7654321/comments"
+            ),
+            tagged("Ab3dZ")
+        );
+        for m in [Method::PATCH, Method::DELETE] {
+            assert_eq!(t(m, "/api/comments/cmt_Qq9zz1234567"), tagged("Qq9zz"));
+        }
+        assert_eq!(
+            t(Method::POST, "/api/views/viw_Ab3dZ1234567/shares"),
+            tagged("Ab3dZ")
+        );
+        assert_eq!(
+            t(Method::DELETE, "/api/shares/shl_Ab3dZ1234567"),
+            tagged("Ab3dZ")
+        );
+        for bad in [
+            "/api/comments/cmt_short",
+            "/api/comments/shl_Ab3dZ1234567",
+            "/api/shares/cmt_Ab3dZ1234567",
+            "/api/shares/shl_Ab3dZ12345678",
+        ] {
+            assert_eq!(t(Method::DELETE, bad), Route::NotFound, "{bad}");
+        }
+    }
+
+    #[test]
+    fn share_reads_carry_the_tokens_tag_or_nothing() {
+        let token = cluster_protocol::ids::new_share_token("Ab3dZ");
+        let path = format!("/api/share/{token}/records");
+        assert_eq!(
+            classify(&Method::GET, &path),
+            Route::Share { tag: Some("Ab3dZ") }
+        );
+        for bad in [
+            "/api/share/tok/records".to_string(),
+            "/api/share//records".to_string(),
+            format!("/api/share/{}/records", &token[..31]),
+            format!("/api/share/{token}x/records"),
+            format!("/api/share/{}/records", token.replacen("shr", "shl", 1)),
+        ] {
+            assert_eq!(
+                classify(&Method::GET, &bad),
+                Route::Share { tag: None },
+                "{bad}"
+            );
+        }
+        for other in [
+            format!("/api/share/{token}"),
+            format!("/api/share/{token}/records/x"),
+            format!("/api/share/{token}/a/records"),
+            "/api/share".to_string(),
+        ] {
+            assert_eq!(classify(&Method::GET, &other), Route::NotFound, "{other}");
+        }
+        for m in [Method::POST, Method::DELETE, Method::PATCH] {
+            assert_eq!(classify(&m, &path), Route::NotFound);
         }
     }
 

@@ -47,7 +47,7 @@ impl RequestSpan {
             tracing::info_span!(
                 "request",
                 method = %self.method,
-                path = %self.uri.path(),
+                path = %cluster_protocol::ids::loggable_path(self.uri.path()),
                 status = Empty,
             )
         })

@@ -373,6 +373,11 @@ pub const MAX_PICKER_FIELDS: usize = 4;
 /// Button label characters (longer labels are truncated) and URL template length.
 pub const MAX_BUTTON_LABEL_CHARS: usize = 40;
 pub const MAX_BUTTON_URL_CHARS: usize = 2000;
+/// Longest comment text, in characters (README "Comments").
+pub const MAX_COMMENT_CHARS: usize = 10_000;
+/// `page_size` of a comment listing: 1 to this, default [`COMMENT_PAGE_SIZE_DEFAULT`].
+pub const COMMENT_PAGE_SIZE_MAX: i64 = 100;
+pub const COMMENT_PAGE_SIZE_DEFAULT: i64 = 50;
 
 #[cfg(test)]
 mod tests {

@@ -123,6 +123,14 @@ pub enum DbOp {
     GetAttachment,
     SweepBlobs,
     CountPendingDeliveries,
+    ListComments,
+    CreateComment,
+    UpdateComment,
+    DeleteComment,
+    CreateShareLink,
+    ListShareLinks,
+    DeleteShareLink,
+    ReadShareLink,
 }
 
 impl DbOp {
@@ -181,6 +189,14 @@ impl DbOp {
             DbOp::GetAttachment => "get_attachment",
             DbOp::SweepBlobs => "sweep_blobs",
             DbOp::CountPendingDeliveries => "count_pending_deliveries",
+            DbOp::ListComments => "list_comments",
+            DbOp::CreateComment => "create_comment",
+            DbOp::UpdateComment => "update_comment",
+            DbOp::DeleteComment => "delete_comment",
+            DbOp::CreateShareLink => "create_share_link",
+            DbOp::ListShareLinks => "list_share_links",
+            DbOp::DeleteShareLink => "delete_share_link",
+            DbOp::ReadShareLink => "read_share_link",
         }
     }
 }

@@ -225,7 +225,9 @@ async fn export_writes_every_entry_in_part_b_shapes() {
         [["id", "record_id", "filename", "size_bytes", "path"]]
     );
     let readme = String::from_utf8(out.entries["README.txt"].clone()).unwrap();
-    assert!(readme.contains("Not exported yet"));
+    // Comments exist now: the README no longer lists them as a gap.
+    assert!(!readme.contains("Not exported yet"));
+    assert!(readme.contains("comments.csv"));
     assert!(!out.entries.keys().any(|n| n.starts_with("attachments/")));
 }
 

@@ -31,6 +31,7 @@ mod security_limits;
 mod security_lookup_cap;
 mod security_privilege;
 mod shard_direct;
+mod social;
 mod streamed_bodies;
 mod tables;
 mod trash;

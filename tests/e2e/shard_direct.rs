@@ -30,6 +30,7 @@ fn principal(user_id: &str, database_id: &str) -> Principal {
         support: false,
         epoch: None,
         new_database: None,
+        share: false,
     }
 }
 

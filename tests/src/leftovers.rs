@@ -13,7 +13,7 @@ use crate::moves::{database, shard_names};
 
 /// The shard-level catalog tables a move replicates, each filtered by
 /// `database_id` (docs/moves.md), plus the never-replicated `placements`.
-pub const CATALOG_TABLES: [&str; 8] = [
+pub const CATALOG_TABLES: [&str; 10] = [
     "tables",
     "fields",
     "views",
@@ -21,6 +21,8 @@ pub const CATALOG_TABLES: [&str; 8] = [
     "deliveries",
     "webhook_matches",
     "attachments",
+    "comments",
+    "share_links",
     "placements",
 ];
 

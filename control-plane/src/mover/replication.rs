@@ -244,8 +244,9 @@ mod tests {
     fn publication_filters_catalog_rows_by_database() {
         let sql = publication_sql("tmv_aa", "db_Ab3dZ1234567").unwrap();
         assert!(sql.starts_with(
-            "CREATE PUBLICATION \"tmv_aa\" FOR TABLES IN SCHEMA \"db_Ab3dZ1234567\", TABLE \"attachments\" WHERE (\"database_id\" = 'db_Ab3dZ1234567')"
+            "CREATE PUBLICATION \"tmv_aa\" FOR TABLES IN SCHEMA \"db_Ab3dZ1234567\", TABLE \"share_links\" WHERE (\"database_id\" = 'db_Ab3dZ1234567')"
         ));
+        assert!(sql.contains("TABLE \"comments\" WHERE (\"database_id\" = 'db_Ab3dZ1234567')"));
         assert!(sql.ends_with("TABLE \"databases\" WHERE (\"id\" = 'db_Ab3dZ1234567')"));
         assert_eq!(sql.matches("TABLE ").count(), CATALOG_TABLES.len());
         assert!(publication_sql("tmv_aa", "db_x' OR true --").is_err());

@@ -11,6 +11,8 @@ use super::sql;
 /// names the database (publication row filter) and the key the
 /// verification orders a sample by. Deleted in this order (children first).
 pub const CATALOG_TABLES: &[(&str, &str, &str)] = &[
+    ("share_links", "database_id", "id"),
+    ("comments", "database_id", "id"),
     ("attachments", "database_id", "id"),
     ("webhook_matches", "database_id", "webhook_id, record_id"),
     ("deliveries", "database_id", "id"),

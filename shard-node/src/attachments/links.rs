@@ -107,6 +107,11 @@ fn window_start(now: SystemTime) -> SystemTime {
 }
 
 impl Links {
+    /// `PUBLIC_URL` without a trailing slash: where clients reach the cluster.
+    pub fn public_url(&self) -> &str {
+        &self.public_url
+    }
+
     pub fn new(cluster_secret: &[u8], public_url: &str, store: BlobStore) -> Self {
         let mut mac = Hmac::<Sha256>::new_from_slice(cluster_secret).expect("any key length");
         mac.update(b"tabula attachment links v1");

@@ -10,4 +10,5 @@ pub mod roles;
 pub use principal::Caller;
 pub use roles::{
     Access, AnyCaller, Creator, DeleteDatabase, DeleteTable, Editor, Owner, OwnerAct, Reader,
+    ShareReader,
 };

@@ -96,6 +96,14 @@ async fn checked_body(headers: &HeaderMap, body: Body) -> Result<Body, ApiError>
     Ok(Body::from(bytes))
 }
 
+/// Whether `path` is the shared-view read (`/api/share/{token}/records`),
+/// the one route a share principal may reach.
+pub fn is_share_read(path: &str) -> bool {
+    path.strip_prefix("/api/share/")
+        .and_then(|rest| rest.strip_suffix("/records"))
+        .is_some_and(|token| !token.is_empty() && !token.contains('/'))
+}
+
 /// Whether a path needs a signed principal: everything but the health
 /// check, the signed file route (its link's signature is the credential,
 /// checked by `attachments::files`) and `/metrics` (the admin token is its
@@ -122,6 +130,11 @@ pub async fn require_principal(
         Ok(principal) => principal,
         Err(e) => return e.into_response(),
     };
+    // An anonymous share read grants nothing but that read; a keyed
+    // principal has no business on the share route either.
+    if principal.share != is_share_read(request.uri().path()) {
+        return ApiError::NotFound.into_response();
+    }
     let (mut parts, body) = request.into_parts();
     let body = match checked_body(&parts.headers, body).await {
         Ok(body) => body,
@@ -136,12 +149,14 @@ impl FromRequestParts<AppState> for Caller {
 
     /// Only [`require_principal`] verifies (it alone sees the body): a route
     /// outside it has no caller.
+    /// A share principal is never a caller (it reads through
+    /// `roles::ShareReader` alone).
     async fn from_request_parts(parts: &mut Parts, _state: &AppState) -> Result<Self, ApiError> {
-        parts
-            .extensions
-            .get::<Caller>()
-            .cloned()
-            .ok_or(ApiError::Unauthorized)
+        match parts.extensions.get::<Caller>() {
+            Some(Caller(p)) if p.share => Err(ApiError::NotFound),
+            Some(caller) => Ok(caller.clone()),
+            None => Err(ApiError::Unauthorized),
+        }
     }
 }
 
@@ -163,6 +178,20 @@ mod tests {
             .await
             .unwrap()
             .to_vec()
+    }
+
+    #[test]
+    fn only_the_share_read_path_is_a_share_read() {
+        assert!(is_share_read("/api/share/shrAb3dZx/records"));
+        for p in [
+            "/api/share//records",
+            "/api/share/a/b/records",
+            "/api/share/a/records/x",
+            "/api/tables/tbl_x/records",
+            "/api/share/a",
+        ] {
+            assert!(!is_share_read(p), "{p}");
+        }
     }
 
     #[tokio::test]

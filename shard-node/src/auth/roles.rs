@@ -163,6 +163,24 @@ impl FromRequestParts<AppState> for AnyCaller {
     }
 }
 
+/// An anonymous read behind a share link (`Principal::share`): the
+/// database the token's tag routed to, held here at the router's epoch.
+/// Grants that one read and nothing else (every other extractor goes
+/// through [`Caller`], which refuses a share principal).
+pub struct ShareReader(pub Access);
+
+impl FromRequestParts<AppState> for ShareReader {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        let principal = match parts.extensions.get::<Caller>() {
+            Some(Caller(p)) if p.share && p.role.is_none() && !p.support => p.clone(),
+            Some(_) => return Err(ApiError::NotFound),
+            None => return Err(ApiError::Unauthorized),
+        };
+        held(principal, state, Need::Read).await.map(ShareReader)
+    }
+}
+
 /// Any member (or a support grant): reads.
 pub struct Reader(pub Access);
 /// Editor or owner, read-write key: writes.
@@ -248,6 +266,7 @@ mod tests {
             support,
             epoch: None,
             new_database: None,
+            share: false,
         }
     }
 

@@ -31,6 +31,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0006_moves",
         include_str!("../../migrations/0006_moves.sql"),
     ),
+    (
+        "0007_social",
+        include_str!("../../migrations/0007_social.sql"),
+    ),
 ];
 
 /// Advisory lock key of the migration run ("shardmig" in ASCII).

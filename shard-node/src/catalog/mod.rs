@@ -3,12 +3,14 @@
 //! so callers decide the transaction boundaries.
 
 pub mod attachments;
+pub mod comments;
 pub mod databases;
 pub mod deliveries;
 pub mod fields;
 pub mod migrations;
 pub mod outbox;
 pub mod placements;
+pub mod share_links;
 pub mod tables;
 pub mod views;
 pub mod webhooks;

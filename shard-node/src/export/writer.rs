@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use tokio::sync::mpsc::Sender;
 use tokio_postgres::types::ToSql;
-use zip::write::{SimpleFileOptions, StreamWriter};
+use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipWriter};
 
 use super::{attachments, cells, names, PAGE};
@@ -61,8 +61,11 @@ manifest.json    the database, its tables (with display field), fields
                  field's format, date-times are UTC ISO instants. A value
                  that a spreadsheet would run as a formula starts with a
                  single quote (').
-comments.csv     record comments (only in exports made by editors and
-                 owners).
+comments.csv     record comments, oldest first (only in exports made by
+                 editors and owners): id, table name, record id, author
+                 (the author's user id: no name is known), author id,
+                 created_at (UTC ISO instant), edited (true/false), body.
+                 Comments of records in the trash are included.
 attachments.csv  every attachment held by a cell, records in the trash
                  included: id, record id, original filename, size in bytes,
                  and the file's path in this archive (blank when the file
@@ -74,11 +77,7 @@ attachments/     the files, named <attachment id>-<filename> (the filename
 
 /// README.txt: the description, then what this archive lacks.
 pub fn readme(gaps: &attachments::Gaps) -> String {
-    format!(
-        "{README}\nGaps:\n- Not exported yet: record comments do not exist in this service yet, \
-         so comments.csv holds only its header.\n{}",
-        gaps.describe()
-    )
+    format!("{README}\nGaps:\n{}", gaps.describe())
 }
 
 /// The manifest of part B: database, tables, fields, views.
@@ -166,17 +165,42 @@ fn options() -> SimpleFileOptions {
     SimpleFileOptions::default().compression_method(CompressionMethod::Deflated)
 }
 
-fn header_only<W: Write>(
-    zip: &mut ZipWriter<StreamWriter<W>>,
-    name: &str,
-    header: &[&str],
+/// `comments.csv`: the header, then every comment of the database oldest
+/// first, read [`PAGE`] at a time after the last (`created_at`, `id`).
+fn write_comments<W: Write>(
+    csv: &mut csv::Writer<W>,
+    database_id: &str,
+    client: &deadpool_postgres::Object,
+    runtime: &tokio::runtime::Handle,
 ) -> anyhow::Result<()> {
-    zip.start_file(name, options())?;
-    zip.write_all(BOM)?;
-    let mut csv = csv::Writer::from_writer(&mut *zip);
-    csv.write_record(header)?;
-    csv.flush()?;
-    Ok(())
+    csv.write_record(COMMENTS_HEADER)?;
+    let mut after: Option<(DateTime<Utc>, String)> = None;
+    loop {
+        let rows = runtime.block_on(crate::catalog::comments::export_page(
+            client,
+            database_id,
+            after.clone(),
+            PAGE,
+        ))?;
+        for (c, table) in &rows {
+            csv.write_record([
+                c.id.as_str(),
+                &cells::guard_formula(table),
+                &c.record_id,
+                &c.author_id,
+                &c.author_id,
+                &format_ts(&c.created_at),
+                if c.edited { "true" } else { "false" },
+                &cells::guard_formula(&c.text),
+            ])?;
+        }
+        match rows.last() {
+            Some((c, _)) if rows.len() as i64 == PAGE => {
+                after = Some((c.created_at, c.id.clone()));
+            }
+            _ => return Ok(()),
+        }
+    }
 }
 
 /// Writes the whole zip; reads records through `client` on `runtime`
@@ -200,7 +224,11 @@ pub fn write_zip<W: Write>(
         csv.flush()?;
     }
     if plan.with_comments {
-        header_only(&mut zip, "comments.csv", &COMMENTS_HEADER)?;
+        zip.start_file("comments.csv", options())?;
+        zip.write_all(BOM)?;
+        let mut csv = csv::Writer::from_writer(&mut zip);
+        write_comments(&mut csv, &schema.database_id, client, runtime)?;
+        csv.flush()?;
     }
     let source = attachments::Source {
         database_id: &schema.database_id,

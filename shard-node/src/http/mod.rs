@@ -12,7 +12,9 @@ use crate::auth::principal::require_principal;
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::webhooks::api as webhooks;
-use crate::{attachments, databases, fields, import, records, tables, trash, views};
+use crate::{
+    attachments, comments, databases, fields, import, records, shares, tables, trash, views,
+};
 
 async fn not_found() -> ApiError {
     ApiError::NotFound
@@ -76,6 +78,23 @@ pub fn router(state: AppState) -> Router {
             "/api/tables/{id}/records/{rid}/press",
             post(records::press::handler),
         )
+        .route(
+            "/api/tables/{id}/records/{rid}/comments",
+            get(comments::list::handler).post(comments::create::handler),
+        )
+        .route(
+            "/api/comments/{id}",
+            axum::routing::patch(comments::update::handler).delete(comments::delete::handler),
+        )
+        .route(
+            "/api/views/{id}/shares",
+            get(shares::list::handler).post(shares::create::handler),
+        )
+        .route(
+            "/api/shares/{id}",
+            axum::routing::delete(shares::delete::handler),
+        )
+        .route("/api/share/{token}/records", get(shares::read::handler))
         .route("/api/tables/{id}/trash", get(trash::list::handler))
         .route(
             "/api/tables/{id}/trash/restore",

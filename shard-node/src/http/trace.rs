@@ -23,7 +23,7 @@ pub async fn request_span(request: Request, next: Next) -> Response {
     let span = tracing::info_span!(
         "request",
         method = %request.method(),
-        path = %request.uri().path(),
+        path = %cluster_protocol::ids::loggable_path(request.uri().path()),
         status = tracing::field::Empty,
     );
     let parent =

@@ -212,7 +212,7 @@ fn pick_view(
 
 /// A view's visible fields in column order (`field_order`, then the rest,
 /// minus `hidden_fields`).
-fn view_columns(view: &View, table: &crate::schema::TableSchema) -> Vec<String> {
+pub fn view_columns(view: &View, table: &crate::schema::TableSchema) -> Vec<String> {
     let ids = |key: &str| -> Vec<String> {
         view.config
             .get(key)

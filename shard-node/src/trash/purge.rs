@@ -2,7 +2,7 @@
 //! trash) or `{all: true}`. Permanent; no event. An editor's `all` purges
 //! the trashed records it created (decision: the spec's own-records rule
 //! applied to "all"); an owner's purges every trashed record. The purged
-//! records' attachments go in the same transaction (their bytes follow
+//! records' attachments and comments go in the same transaction (their bytes follow
 //! through `blob_garbage` and the blob sweeper).
 
 use axum::extract::{Path, State};
@@ -11,7 +11,7 @@ use cluster_protocol::control::Role;
 use serde_json::{json, Value};
 
 use crate::auth::{Access, Editor};
-use crate::catalog::attachments;
+use crate::catalog::{attachments, comments};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::records::delete::deleted_reply;
@@ -59,6 +59,7 @@ pub async fn purge(
             store::purge(tx, &ctx.record_table, ids).await?;
             let purged: Vec<&str> = ids.iter().map(String::as_str).collect();
             attachments::delete_for_records(tx, table_id, &purged).await?;
+            comments::delete_for_records(tx, table_id, &purged).await?;
             events::purged(tx, ctx, Some(ids)).await
         },
     )
@@ -77,6 +78,7 @@ pub async fn purge_all(state: &AppState, access: &Access, table_id: &str) -> Api
             let purged = store::purge_all(tx, &ctx.record_table, only).await?;
             let ids: Vec<&str> = purged.iter().map(String::as_str).collect();
             attachments::delete_for_records(tx, table_id, &ids).await?;
+            comments::delete_for_records(tx, table_id, &ids).await?;
             events::purged(tx, ctx, None).await?;
             Ok(purged.len() as u64)
         },

@@ -2,15 +2,15 @@
 //! than `retention` ago from every table of every database served here
 //! (placement `owned` or `moving`; part A: restorable for seven days).
 //! Each table is its own statement, so one busy table never holds locks
-//! on the others; the purged records' attachments are deleted in the same
-//! transaction.
+//! on the others; the purged records' attachments and comments are deleted in
+//! the same transaction.
 
 use std::time::Duration;
 
 use chrono::Utc;
 
 use crate::catalog::placements::{self, Need};
-use crate::catalog::{attachments, tables};
+use crate::catalog::{attachments, comments, tables};
 use crate::config::TrashSettings;
 use crate::error::{ApiError, ApiResult};
 use crate::records::store;
@@ -40,6 +40,7 @@ pub async fn purge_expired(db: &Db, retention: Duration) -> ApiResult<u64> {
                 Ok(ids) => {
                     let purged: Vec<&str> = ids.iter().map(String::as_str).collect();
                     attachments::delete_for_records(&tx, table_id, &purged).await?;
+                    comments::delete_for_records(&tx, table_id, &purged).await?;
                     tx.commit().await?;
                     removed += ids.len() as u64;
                 }

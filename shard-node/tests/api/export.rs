@@ -17,13 +17,17 @@ use serde_json::json;
 use crate::helpers::*;
 
 /// An entry read back: bytes and how it was compressed.
-struct Entry {
-    bytes: Vec<u8>,
+pub struct Entry {
+    pub bytes: Vec<u8>,
     method: zip::CompressionMethod,
 }
 
 /// The export's entries by name, and their names in archive order.
-async fn export(app: &TestApp, db: &str, p: &Principal) -> (BTreeMap<String, Entry>, Vec<String>) {
+pub async fn export(
+    app: &TestApp,
+    db: &str,
+    p: &Principal,
+) -> (BTreeMap<String, Entry>, Vec<String>) {
     let mut req = app
         .http
         .get(format!("http://{}/api/databases/{db}/export", app.addr))
@@ -53,7 +57,7 @@ async fn export(app: &TestApp, db: &str, p: &Principal) -> (BTreeMap<String, Ent
     (entries, order)
 }
 
-fn csv_rows(bytes: &[u8]) -> Vec<Vec<String>> {
+pub fn csv_rows(bytes: &[u8]) -> Vec<Vec<String>> {
     let text = bytes.strip_prefix(b"\xEF\xBB\xBF").expect("a BOM");
     csv::ReaderBuilder::new()
         .has_headers(false)

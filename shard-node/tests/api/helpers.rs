@@ -290,6 +290,7 @@ fn base(user: &str, database_id: Option<&str>) -> Principal {
         support: false,
         epoch: Some(1),
         new_database: None,
+        share: false,
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod attachments;
 mod auth;
+mod comments;
 mod databases;
 mod deliveries;
 mod export;
@@ -11,6 +12,7 @@ mod metrics;
 mod outbox;
 mod placements;
 mod records;
+mod shares;
 mod tables;
 mod time_limits;
 mod trash;
