@@ -96,8 +96,17 @@ pub struct PgConn {
     share: Option<Share>,
 }
 
+/// Prepared statements a pooled session keeps before its cache is emptied
+/// at the next checkout: statement texts are fixed per table, schema
+/// version and request shape (values are parameters), and each holds a
+/// plan in its PostgreSQL backend, so the cache is bounded per session.
+pub const STATEMENTS_PER_SESSION: usize = 256;
+
 impl PgConn {
     pub(crate) fn new(session: Object, share: Option<Share>) -> Self {
+        if session.statement_cache.size() > STATEMENTS_PER_SESSION {
+            session.statement_cache.clear();
+        }
         Self {
             session: Some(session),
             share,

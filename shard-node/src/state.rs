@@ -38,6 +38,8 @@ pub struct AppState {
     pub thumbnailer: crate::attachments::thumbnails::Pool,
     /// `GET /metrics`, when the node has a recorder and an admin token.
     pub metrics: Option<crate::metrics::Page>,
+    /// Rows written per record table since its last `ANALYZE`.
+    pub statistics: crate::records::statistics::Statistics,
 }
 
 impl AppState {
@@ -63,6 +65,7 @@ impl AppState {
                 config.metrics.clone(),
                 config.control_plane_token.clone(),
             ),
+            statistics: Default::default(),
         })
     }
 }
@@ -459,6 +462,30 @@ impl Db {
         work: impl AsyncFnOnce(&Transaction<'_>) -> ApiResult<T>,
     ) -> ApiResult<T> {
         self.fenced(database_id, op, Need::Structure, work).await
+    }
+
+    /// [`Db::in_transaction`] whose `first` statements are sent together
+    /// with the fence, in one round trip (pipelined on the session, so
+    /// PostgreSQL still runs the fence first); `work` gets their result.
+    /// `first` may only read: when the fence refuses, its result is
+    /// dropped with the transaction.
+    pub async fn in_transaction_with<P, T>(
+        &self,
+        database_id: &str,
+        op: DbOp,
+        first: impl AsyncFnOnce(&Transaction<'_>) -> ApiResult<P>,
+        work: impl AsyncFnOnce(&Transaction<'_>, P) -> ApiResult<T>,
+    ) -> ApiResult<T> {
+        self.measured(op, async {
+            let mut client = self.client_for(database_id).await?;
+            let tx = client.transaction().await?;
+            let ((), got) =
+                tokio::try_join!(placements::fence(&tx, database_id, Need::Write), first(&tx))?;
+            let out = work(&tx, got).await?;
+            tx.commit().await?;
+            Ok(out)
+        })
+        .await
     }
 
     async fn fenced<T>(

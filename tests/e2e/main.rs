@@ -22,6 +22,7 @@ mod rate_limits;
 mod records;
 mod records_checkbox;
 mod records_links;
+mod records_statistics;
 mod records_upsert_race;
 mod roles;
 mod routing;

@@ -282,6 +282,24 @@ pub struct SortPlan {
 }
 
 impl SortPlan {
+    /// This plan over the output of [`Self::page_sql`] aliased `alias`:
+    /// each key is its `"__fl_k<i>"` column and the id its `"__fl_id"`
+    /// (to order or bookmark the page's rows outside the limited scan).
+    pub fn over(&self, alias: &str) -> SortPlan {
+        SortPlan {
+            keys: self
+                .keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| SortKey {
+                    expr: format!("\"{alias}\".\"__fl_k{i}\""),
+                    ..k.clone()
+                })
+                .collect(),
+            id: format!("\"{alias}\".\"__fl_id\""),
+        }
+    }
+
     /// The ORDER BY list (without the words ORDER BY), id last.
     pub fn order_by(&self) -> String {
         let mut parts: Vec<String> = self

@@ -243,12 +243,10 @@ pub async fn schema_version_key_share(
     c: &impl GenericClient,
     id: &str,
 ) -> Result<Option<(i64, String)>, tokio_postgres::Error> {
-    let row = c
-        .query_opt(
-            "SELECT schema_version, name FROM databases WHERE id = $1 FOR KEY SHARE",
-            &[&id],
-        )
+    let statement = c
+        .prepare_cached("SELECT schema_version, name FROM databases WHERE id = $1 FOR KEY SHARE")
         .await?;
+    let row = c.query_opt(&statement, &[&id]).await?;
     row.map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).transpose()
 }
 

@@ -56,8 +56,8 @@ pub async fn create(
     let outcome = write::in_transaction(
         state,
         DbOp::CreateRecords,
-        database_id,
-        table_id,
+        (database_id, table_id),
+        items.len(),
         async |tx, ctx| {
             let mut rows = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
@@ -66,12 +66,12 @@ pub async fn create(
             }
             place::settle(tx, ctx, user_id, &mut rows, Mode::Create, &fetched).await?;
             let mut outbox = Outbox::open(ctx, items.len());
-            write::insert(tx, ctx, user_id, &rows).await?;
+            let returned = write::insert_returning(tx, ctx, user_id, &rows).await?;
             let ids: Vec<String> = rows.into_iter().map(|(id, _)| id).collect();
             outbox
                 .written(tx, &[Written::new(RecordEvent::Created, &ids)])
                 .await?;
-            let read = outbox.records_read(&ids);
+            let read = outbox.records_read(&ids).or(returned);
             write::reply(tx, ctx, &ids, shape, read).await
         },
     )

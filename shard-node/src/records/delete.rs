@@ -87,8 +87,8 @@ pub async fn trash(
     write::in_transaction(
         state,
         DbOp::TrashRecords,
-        database_id,
-        table_id,
+        (database_id, table_id),
+        ids.len(),
         async |tx, ctx| {
             let table = &ctx.record_table;
             let states = store::states(tx, table, ids, true).await?;

@@ -20,35 +20,31 @@ use super::page::{self, JsonBytes};
 use super::store;
 use super::table::RecordTable;
 use crate::attachments::shown::Shown;
-use crate::auth::{Access, Reader};
+use crate::auth::{Access, Checked, HeldRead};
 use crate::catalog::views::{self, View};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
+use crate::schema::DatabaseSchema;
 use crate::state::{AppState, Db, DbOp};
 
-/// Prepared page statements a pooled connection keeps before its cache is
-/// emptied (distinct filter/sort/field shapes; each holds a plan in its
-/// PostgreSQL backend).
-const PAGE_STATEMENTS_PER_CONNECTION: usize = 256;
-
 pub async fn get_handler(
-    Reader(access): Reader,
+    read: HeldRead,
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<JsonBytes> {
     let params = ListParams::from_query(&query)?;
-    list(&state, &access, &id, params).await
+    list(&state, &read, &id, &params).await
 }
 
 pub async fn post_handler(
-    Reader(access): Reader,
+    read: HeldRead,
     State(state): State<AppState>,
     Path(id): Path<String>,
     JsonObject(body): JsonObject,
 ) -> ApiResult<JsonBytes> {
     let params = ListParams::from_body(&body)?;
-    list(&state, &access, &id, params).await
+    list(&state, &read, &id, &params).await
 }
 
 /// The read expressions of a page's cells and the values they bind.
@@ -239,11 +235,42 @@ pub fn view_columns(view: &View, table: &crate::schema::TableSchema) -> Vec<Stri
     out
 }
 
+/// One page of `table_id`, its held check sent with its first statement
+/// ([`HeldRead::check`]).
 pub async fn list(
+    state: &AppState,
+    read: &HeldRead,
+    table_id: &str,
+    p: &ListParams,
+) -> ApiResult<JsonBytes> {
+    let db: &Db = &state.db;
+    db.measured(DbOp::ListRecords, async {
+        let mut client = db.client_for(&read.database_id).await?;
+        let cached = read.cached(state);
+        let started = cached
+            .as_ref()
+            .map(|s| (s.version, page_of(state, &client, s, table_id, p)));
+        match read.check(&client, started).await? {
+            Checked::Read(out) => out,
+            Checked::Stale(version) => {
+                let schema = state
+                    .schemas
+                    .get_at(&mut client, &read.database_id, version)
+                    .await?;
+                page_of(state, &client, &schema, table_id, p).await
+            }
+        }
+    })
+    .await
+}
+
+/// One page of `table_id` for a caller whose held check is done
+/// (`access`, e.g. a share link's reader).
+pub async fn list_held(
     state: &AppState,
     access: &Access,
     table_id: &str,
-    p: ListParams,
+    p: &ListParams,
 ) -> ApiResult<JsonBytes> {
     let db: &Db = &state.db;
     let database_id = access.database_id.as_str();
@@ -253,175 +280,181 @@ pub async fn list(
             .schemas
             .get_at(&mut client, database_id, access.schema_version)
             .await?;
-        let rt = RecordTable::from_schema(&schema, table_id)?;
-        let table = schema.table(table_id).ok_or(ApiError::NotFound)?;
-        let fschema = schema.filter_schema(table);
-        let env = filter_lang::Env::new(&schema.timezone, chrono::Utc::now())
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-
-        let view = match &p.view {
-            None => None,
-            Some(r) => {
-                // An id is looked up in the catalog; PostgreSQL text cannot
-                // hold NUL, so such a reference can only be a name (none).
-                let by_id = if r.starts_with("viw_") && !r.contains('\0') {
-                    views::get(&*client, database_id, r).await?
-                } else {
-                    None
-                };
-                let all = if by_id.is_none() {
-                    views::list_for_table(&*client, table_id).await?
-                } else {
-                    Vec::new()
-                };
-                Some(pick_view(all, by_id, table_id, r)?)
-            }
-        };
-
-        let mut flt = match &p.filter {
-            None => filter::Filter::empty(),
-            Some(v) => filter::parse_value(v, &fschema, &env).map_err(filter_error)?,
-        };
-        if let Some(v) = &view {
-            if let Some(vf) = v.config.get("filters").filter(|f| !f.is_null()) {
-                let vf =
-                    filter::parse(vf, &fschema, &env, FieldKey::FieldId).map_err(filter_error)?;
-                flt = vf.and(flt);
-            }
-        }
-        let (sort, source) = match (&p.sort, &view) {
-            (Some(s), _) => (parse_sort(s, &fschema).map_err(filter_error)?, "sort"),
-            (None, Some(v)) => match v.config.get("sorts").filter(|s| !s.is_null()) {
-                Some(s) => (
-                    Sort::from_view_config(s, &fschema).map_err(filter_error)?,
-                    "view",
-                ),
-                None => (Sort::default(), "view"),
-            },
-            (None, None) => (Sort::default(), "sort"),
-        };
-        let order = bookmark_order(table_id, view.as_ref(), source, &sort, &fschema, &p);
-        let carried: Option<Vec<String>> = match (&p.fields, &view) {
-            (Some(refs), _) => {
-                let mut seen = HashSet::new();
-                let mut ids = Vec::with_capacity(refs.len());
-                for r in refs {
-                    let id = &super::cells::write::resolve(table, r)?.id;
-                    if seen.insert(id.as_str()) {
-                        ids.push(id.clone());
-                    }
-                }
-                Some(ids)
-            }
-            (None, Some(v)) => Some(view_columns(v, table)),
-            (None, None) => None,
-        };
-        crate::schema::expansion::check_filter(&flt, &fschema)?;
-        let mut params = filter_lang::Params::new(1);
-        let where_sql = filter::compile(&flt, &fschema, &env, "r", &mut params);
-        let search_sql = match p.search.as_deref().map(str::trim) {
-            Some(term) if term.contains('\0') => {
-                return Err(ApiError::bad_request(
-                    "search may not contain a NUL character.",
-                ))
-            }
-            Some(term) if !term.is_empty() => {
-                let cols: Vec<String> = table
-                    .fields
-                    .iter()
-                    .filter(|f| {
-                        matches!(f.sql_type.as_deref(), Some("text"))
-                            && !matches!(f.costume, crate::schema::Costume::SingleSelect)
-                    })
-                    .filter_map(|f| crate::tenant_schema::column(&f.id).ok())
-                    .collect();
-                if cols.is_empty() {
-                    "FALSE".to_owned()
-                } else {
-                    let ph = params.push(SqlValue::Text(filter_lang::contains_pattern(term)));
-                    let ors: Vec<String> = cols
-                        .iter()
-                        .map(|c| format!("r.{c} ILIKE {ph} ESCAPE '\\'"))
-                        .collect();
-                    format!("({})", ors.join(" OR "))
-                }
-            }
-            _ => "TRUE".to_owned(),
-        };
-        // Filter and search values make PostgreSQL plan the page per call.
-        let planned_per_call = !params.values().is_empty();
-        let plan = sort.plan(&fschema, "r", &mut params);
-        let resume = match &p.bookmark {
-            Some(text) => {
-                let b =
-                    Bookmark::decode(text, &bookmark_key(state), &order).map_err(filter_error)?;
-                Some(plan.resume(&b, &order, &mut params).map_err(filter_error)?)
-            }
-            None => None,
-        };
-        // The cells' own values (conditions of lookups and rollups) are
-        // numbered after those of the conditions, sort and keyset: a page
-        // without them reads exactly as before.
-        let mut read_params = filter_lang::Params::new(params.next_index());
-        let (read_fields, joins) =
-            read::page_set(&schema, table, carried.as_deref(), &mut read_params);
-        let cells = Cells::new(&read_fields, joins, read_params.into_values());
-        // A validated whole number, inlined so a cached plan knows it.
-        let limit = (p.page_size + 1).to_string();
-        // page_size is 1..=1000 (validated).
-        let take = usize::try_from(p.page_size).unwrap_or(usize::MAX);
-        let conditions = format!("{where_sql} AND {search_sql}");
-        // Prepared once per connection and shape (values are parameters),
-        // so a page of a known shape is not parsed or planned from scratch;
-        // the per-connection cache is emptied past a bound.
-        if client.statement_cache.size() > PAGE_STATEMENTS_PER_CONNECTION {
-            client.statement_cache.clear();
-        }
-        let page = PageQuery {
-            table: &rt.qualified,
-            cells: &cells,
-            cell_columns: page::cell_columns(&read_fields),
-            conditions: &conditions,
-            resume: resume.as_ref(),
-            plan: &plan,
-            limit: &limit,
-            values: params.values(),
-            take,
-            order,
-            key: bookmark_key(state),
-        };
-        let split = match planned_per_call {
-            // The second statement's cells number their values from `$4`
-            // (after its three arrays).
-            true if cells.values.is_empty() => page.read_in_two(&client, &cells).await?,
-            true => {
-                let mut from_four = filter_lang::Params::new(4);
-                let (fields, joins) =
-                    read::page_set(&schema, table, carried.as_deref(), &mut from_four);
-                let own = Cells::new(&fields, joins, from_four.into_values());
-                page.read_in_two(&client, &own).await?
-            }
-            false => None,
-        };
-        let (rows, bookmark) = match split {
-            Some(read) => read,
-            None => page.read_in_one(&client).await?,
-        };
-        let take = take.min(rows.len());
-        let ids = page::attachment_ids(&rows, take, &read_fields)?;
-        let shown = if ids.is_empty() {
-            Shown::default()
-        } else {
-            Shown::lookup(&*client, &state.links, database_id, &ids).await?
-        };
-        Ok(JsonBytes(page::write(
-            &rows,
-            take,
-            &read_fields,
-            p.shape,
-            bookmark.as_deref(),
-            &shown,
-        )?))
+        page_of(state, &client, &schema, table_id, p).await
     })
     .await
+}
+
+/// [`list`] on `client` under `schema`.
+async fn page_of(
+    state: &AppState,
+    client: &deadpool_postgres::Object,
+    schema: &DatabaseSchema,
+    table_id: &str,
+    p: &ListParams,
+) -> ApiResult<JsonBytes> {
+    let database_id = schema.database_id.as_str();
+    let rt = RecordTable::from_schema(schema, table_id)?;
+    let table = schema.table(table_id).ok_or(ApiError::NotFound)?;
+    let fschema = schema.filter_schema(table);
+    let env = filter_lang::Env::new(&schema.timezone, chrono::Utc::now())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+
+    let view = match &p.view {
+        None => None,
+        Some(r) => {
+            // An id is looked up in the catalog; PostgreSQL text cannot
+            // hold NUL, so such a reference can only be a name (none).
+            let by_id = if r.starts_with("viw_") && !r.contains('\0') {
+                views::get(&*client, database_id, r).await?
+            } else {
+                None
+            };
+            let all = if by_id.is_none() {
+                views::list_for_table(&*client, table_id).await?
+            } else {
+                Vec::new()
+            };
+            Some(pick_view(all, by_id, table_id, r)?)
+        }
+    };
+
+    let mut flt = match &p.filter {
+        None => filter::Filter::empty(),
+        Some(v) => filter::parse_value(v, &fschema, &env).map_err(filter_error)?,
+    };
+    if let Some(v) = &view {
+        if let Some(vf) = v.config.get("filters").filter(|f| !f.is_null()) {
+            let vf = filter::parse(vf, &fschema, &env, FieldKey::FieldId).map_err(filter_error)?;
+            flt = vf.and(flt);
+        }
+    }
+    let (sort, source) = match (&p.sort, &view) {
+        (Some(s), _) => (parse_sort(s, &fschema).map_err(filter_error)?, "sort"),
+        (None, Some(v)) => match v.config.get("sorts").filter(|s| !s.is_null()) {
+            Some(s) => (
+                Sort::from_view_config(s, &fschema).map_err(filter_error)?,
+                "view",
+            ),
+            None => (Sort::default(), "view"),
+        },
+        (None, None) => (Sort::default(), "sort"),
+    };
+    let order = bookmark_order(table_id, view.as_ref(), source, &sort, &fschema, &p);
+    let carried: Option<Vec<String>> = match (&p.fields, &view) {
+        (Some(refs), _) => {
+            let mut seen = HashSet::new();
+            let mut ids = Vec::with_capacity(refs.len());
+            for r in refs {
+                let id = &super::cells::write::resolve(table, r)?.id;
+                if seen.insert(id.as_str()) {
+                    ids.push(id.clone());
+                }
+            }
+            Some(ids)
+        }
+        (None, Some(v)) => Some(view_columns(v, table)),
+        (None, None) => None,
+    };
+    crate::schema::expansion::check_filter(&flt, &fschema)?;
+    let mut params = filter_lang::Params::new(1);
+    let where_sql = filter::compile(&flt, &fschema, &env, "r", &mut params);
+    let search_sql = match p.search.as_deref().map(str::trim) {
+        Some(term) if term.contains('\0') => {
+            return Err(ApiError::bad_request(
+                "search may not contain a NUL character.",
+            ))
+        }
+        Some(term) if !term.is_empty() => {
+            let cols: Vec<String> = table
+                .fields
+                .iter()
+                .filter(|f| {
+                    matches!(f.sql_type.as_deref(), Some("text"))
+                        && !matches!(f.costume, crate::schema::Costume::SingleSelect)
+                })
+                .filter_map(|f| crate::tenant_schema::column(&f.id).ok())
+                .collect();
+            if cols.is_empty() {
+                "FALSE".to_owned()
+            } else {
+                let ph = params.push(SqlValue::Text(filter_lang::contains_pattern(term)));
+                let ors: Vec<String> = cols
+                    .iter()
+                    .map(|c| format!("r.{c} ILIKE {ph} ESCAPE '\\'"))
+                    .collect();
+                format!("({})", ors.join(" OR "))
+            }
+        }
+        _ => "TRUE".to_owned(),
+    };
+    // Filter and search values make PostgreSQL plan the page per call.
+    let planned_per_call = !params.values().is_empty();
+    let plan = sort.plan(&fschema, "r", &mut params);
+    let resume = match &p.bookmark {
+        Some(text) => {
+            let b = Bookmark::decode(text, &bookmark_key(state), &order).map_err(filter_error)?;
+            Some(plan.resume(&b, &order, &mut params).map_err(filter_error)?)
+        }
+        None => None,
+    };
+    // The cells' own values (conditions of lookups and rollups) are
+    // numbered after those of the conditions, sort and keyset: a page
+    // without them reads exactly as before.
+    let mut read_params = filter_lang::Params::new(params.next_index());
+    let (read_fields, joins) = read::page_set(&schema, table, carried.as_deref(), &mut read_params);
+    let cells = Cells::new(&read_fields, joins, read_params.into_values());
+    // A validated whole number, inlined so a cached plan knows it.
+    let limit = (p.page_size + 1).to_string();
+    // page_size is 1..=1000 (validated).
+    let take = usize::try_from(p.page_size).unwrap_or(usize::MAX);
+    let conditions = format!("{where_sql} AND {search_sql}");
+    // Prepared once per connection and shape (values are parameters),
+    // so a page of a known shape is not parsed or planned from scratch
+    // (the per-session cache is bounded at checkout, `PgConn::new`).
+    let page = PageQuery {
+        table: &rt.qualified,
+        cells: &cells,
+        cell_columns: page::cell_columns(&read_fields),
+        conditions: &conditions,
+        resume: resume.as_ref(),
+        plan: &plan,
+        limit: &limit,
+        values: params.values(),
+        take,
+        order,
+        key: bookmark_key(state),
+    };
+    let split = match planned_per_call {
+        // The second statement's cells number their values from `$4`
+        // (after its three arrays).
+        true if cells.values.is_empty() => page.read_in_two(&client, &cells).await?,
+        true => {
+            let mut from_four = filter_lang::Params::new(4);
+            let (fields, joins) =
+                read::page_set(&schema, table, carried.as_deref(), &mut from_four);
+            let own = Cells::new(&fields, joins, from_four.into_values());
+            page.read_in_two(&client, &own).await?
+        }
+        false => None,
+    };
+    let (rows, bookmark) = match split {
+        Some(read) => read,
+        None => page.read_in_one(&client).await?,
+    };
+    let take = take.min(rows.len());
+    let ids = page::attachment_ids(&rows, take, &read_fields)?;
+    let shown = if ids.is_empty() {
+        Shown::default()
+    } else {
+        Shown::lookup(&*client, &state.links, database_id, &ids).await?
+    };
+    Ok(JsonBytes(page::write(
+        &rows,
+        take,
+        &read_fields,
+        p.shape,
+        bookmark.as_deref(),
+        &shown,
+    )?))
 }

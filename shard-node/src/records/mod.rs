@@ -9,6 +9,8 @@
 //!   straight from the rows.
 //! * [`events`]: the one place where record writes hand their events to
 //!   webhooks, inside the write's transaction.
+//! * [`statistics`]: `ANALYZE` of a table after large writes, so a table
+//!   just loaded is planned for its real size.
 
 pub mod bookmarks;
 pub mod cells;
@@ -21,6 +23,7 @@ pub mod list_params;
 pub mod page;
 pub mod press;
 pub mod reply;
+pub mod statistics;
 pub mod store;
 pub mod table;
 pub mod update;

@@ -99,8 +99,8 @@ async fn press_webhook(
     write::in_transaction(
         state,
         DbOp::PressButton,
-        &access.database_id,
-        table_id,
+        (&access.database_id, table_id),
+        1,
         async |tx, ctx| {
             let button = ctx.table()?.field(field_id).ok_or(ApiError::NotFound)?;
             let webhook_id = button

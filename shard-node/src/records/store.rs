@@ -50,6 +50,23 @@ pub fn bind(values: &[SqlValue]) -> Vec<(Box<dyn ToSql + Sync + Send>, Type)> {
         .collect()
 }
 
+/// Runs `sql` as a statement prepared once per session (its text is fixed
+/// per table, schema version and request shape; the values are `bound`
+/// with their types): no parse or round trip to describe it per request.
+pub async fn query_prepared(
+    c: &impl GenericClient,
+    sql: &str,
+    bound: &[(Box<dyn ToSql + Sync + Send>, Type)],
+) -> Result<Vec<Row>, tokio_postgres::Error> {
+    let types: Vec<Type> = bound.iter().map(|(_, ty)| ty.clone()).collect();
+    let statement = c.prepare_typed_cached(sql, &types).await?;
+    let refs: Vec<&(dyn ToSql + Sync)> = bound
+        .iter()
+        .map(|(b, _)| b.as_ref() as &(dyn ToSql + Sync))
+        .collect();
+    c.query(&statement, &refs).await
+}
+
 /// `SELECT` list: the internal columns, then each read expression.
 pub fn select_list(read_exprs: &[String]) -> String {
     let mut s = String::from(BASE);
@@ -156,6 +173,8 @@ fn with_joins(page: &str, joins: &[PageJoin]) -> (String, String) {
 /// carry filter or search values: PostgreSQL plans those per call (a plan
 /// made for other values can walk the wrong index for a rare one), and
 /// planning this one-table statement costs a fraction of the whole page's.
+/// The texts are made outside the limited scan, so only for the page's
+/// rows, not for every row the conditions match before the top-N sort.
 pub fn page_ids_sql(
     table: &str,
     conditions: &str,
@@ -163,17 +182,23 @@ pub fn page_ids_sql(
     plan: &filter_lang::SortPlan,
     limit: &str,
 ) -> String {
-    let mut columns = String::from("r.id, r.ctid::text, r.xmin::text");
-    for b in plan.bookmark_columns() {
-        columns.push_str(", ");
-        columns.push_str(&b);
-    }
-    plan.page_sql(
-        &columns,
+    let inner = plan.page_sql(
+        "r.id, r.ctid AS \"__tid\", r.xmin AS \"__xmin\"",
         &format!("{table} AS r"),
         &format!("r.deleted_at IS NULL AND {conditions}"),
         resume,
         limit,
+    );
+    let outer = plan.over("__ids");
+    let mut columns =
+        String::from("\"__ids\".id, \"__ids\".\"__tid\"::text, \"__ids\".\"__xmin\"::text");
+    for b in outer.bookmark_columns() {
+        columns.push_str(", ");
+        columns.push_str(&b);
+    }
+    format!(
+        "SELECT {columns} FROM ({inner}) AS \"__ids\" ORDER BY {}",
+        outer.order_by()
     )
 }
 
@@ -248,13 +273,9 @@ pub async fn by_ids(
         select_list(read_exprs),
         t.qualified
     );
-    let bound = bind(values);
-    let mut all: Vec<&(dyn ToSql + Sync)> = bound
-        .iter()
-        .map(|(b, _)| b.as_ref() as &(dyn ToSql + Sync))
-        .collect();
-    all.push(&ids);
-    let rows = c.query(&sql, &all).await?;
+    let mut bound = bind(values);
+    bound.push((Box::new(ids.to_vec()), Type::TEXT_ARRAY));
+    let rows = query_prepared(c, &sql, &bound).await?;
     let mut found: Vec<StoredRecord> = rows
         .iter()
         .map(|r| from_row(r, read_exprs.len()))
@@ -445,9 +466,59 @@ pub async fn insert_rows(
         t.qualified,
         recordset_columns(cols, "")?
     );
-    c.execute(&sql, &[rows, &created_by])
+    let statement = c.prepare_cached(&sql).await?;
+    c.execute(&statement, &[rows, &created_by])
         .await
         .map_err(crate::error::ApiError::from)
+}
+
+/// [`insert_rows`] that also reads the new records back in the same
+/// statement: the read expressions over the rows the `INSERT` returns
+/// (aliased `r`, as everywhere), in the order of `rows`. Only for rows
+/// whose every read is of the new rows themselves: a link written after
+/// the insert is not visible to this statement. `values` bind the read
+/// expressions (`$1`, ...); the rows and author come after them.
+pub async fn insert_rows_returning(
+    c: &impl GenericClient,
+    t: &RecordTable,
+    created_by: &str,
+    cols: &[(String, String)],
+    rows: &Value,
+    read_exprs: &[String],
+    values: &[SqlValue],
+) -> Result<Vec<StoredRecord>, crate::error::ApiError> {
+    let (docs, author) = (values.len() + 1, values.len() + 2);
+    let mut names = String::from("id, created_by");
+    let mut selected = format!("x.id, ${author}");
+    for (id, _) in cols {
+        let col = crate::tenant_schema::column(id)?;
+        names.push_str(&format!(", {col}"));
+        selected.push_str(&format!(", x.{col}"));
+    }
+    let sql = format!(
+        "WITH r AS (INSERT INTO {} ({names}) SELECT {selected} \
+         FROM jsonb_to_recordset(${docs}::jsonb) AS x({}) RETURNING *) SELECT {} FROM r",
+        t.qualified,
+        recordset_columns(cols, "")?,
+        select_list(read_exprs),
+    );
+    let mut bound = bind(values);
+    bound.push((Box::new(rows.clone()), Type::JSONB));
+    bound.push((Box::new(created_by.to_owned()), Type::TEXT));
+    let found = query_prepared(c, &sql, &bound).await?;
+    let mut found: Vec<StoredRecord> = found
+        .iter()
+        .map(|r| from_row(r, read_exprs.len()))
+        .collect::<Result<_, _>>()?;
+    let order: std::collections::HashMap<&str, usize> = rows
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(|(i, d)| Some((d.get("id")?.as_str()?, i)))
+        .collect();
+    found.sort_by_key(|r| order.get(r.id.as_str()).copied());
+    Ok(found)
 }
 
 /// Updates the named cells of each record and bumps `updated_at`: `rows`
@@ -474,7 +545,8 @@ pub async fn update_rows(
         t.qualified,
         recordset_columns(cols, ", __keys text[]")?
     );
-    c.execute(&sql, &params)
+    let statement = c.prepare_cached(&sql).await?;
+    c.execute(&statement, &params)
         .await
         .map_err(crate::error::ApiError::from)
 }
@@ -639,13 +711,7 @@ pub async fn by_ids_checked(
     bound.push((Box::new(ids), Type::TEXT_ARRAY));
     bound.extend(bind(condition_values));
     let rows = if conditions.is_empty() {
-        let types: Vec<Type> = bound.iter().map(|(_, ty)| ty.clone()).collect();
-        let statement = c.prepare_typed_cached(&sql, &types).await?;
-        let refs: Vec<&(dyn ToSql + Sync)> = bound
-            .iter()
-            .map(|(b, _)| b.as_ref() as &(dyn ToSql + Sync))
-            .collect();
-        c.query(&statement, &refs).await?
+        query_prepared(c, &sql, &bound).await?
     } else {
         let typed: Vec<(&(dyn ToSql + Sync), Type)> = bound
             .iter()

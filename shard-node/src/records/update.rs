@@ -105,8 +105,8 @@ pub async fn update(
     let outcome = write::in_transaction(
         state,
         DbOp::UpdateRecords,
-        database_id,
-        table_id,
+        (database_id, table_id),
+        items.len(),
         async |tx, ctx| {
             let ids: Vec<String> = items.iter().map(|i| i.id.clone()).collect();
             let states = store::states(tx, &ctx.record_table, &ids, true).await?;

@@ -139,8 +139,8 @@ pub async fn upsert(
     let outcome = write::in_transaction(
         state,
         DbOp::UpsertRecords,
-        database_id,
-        table_id,
+        (database_id, table_id),
+        items.len(),
         async |tx, ctx| upsert_in(tx, ctx, user_id, merge_on, items, shape, &fetched).await,
     )
     .await;

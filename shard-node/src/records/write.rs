@@ -24,23 +24,34 @@ use crate::schema::{DatabaseSchema, TableSchema};
 use crate::state::{AppState, DbOp};
 use crate::tenant_schema;
 
-/// Runs one record write, timed as `op`: opens a transaction, loads the
-/// addressed table's [`Ctx`] (404 when it is not there), runs `write` and
-/// commits only when it succeeds; an error rolls everything back.
+/// Runs one record write of `rows` records, timed as `op`: opens a
+/// transaction, loads the addressed table's [`Ctx`] (404 when it is not
+/// there), runs `write` and commits only when it succeeds; an error rolls
+/// everything back. A committed write counts its rows towards the table's
+/// next `ANALYZE` ([`super::statistics`]).
 pub async fn in_transaction<T>(
     state: &AppState,
     op: DbOp,
-    database_id: &str,
-    table_id: &str,
+    (database_id, table_id): (&str, &str),
+    rows: usize,
     write: impl AsyncFnOnce(&Transaction<'_>, &Ctx) -> ApiResult<T>,
 ) -> ApiResult<T> {
-    state
+    let out = state
         .db
-        .in_transaction(database_id, op, async |tx| {
-            let ctx = Ctx::load(tx, &state.schemas, &state.links, database_id, table_id).await?;
-            write(tx, &ctx).await
-        })
-        .await
+        .in_transaction_with(
+            database_id,
+            op,
+            async |tx| state.schemas.get_for_write(tx, database_id).await,
+            async |tx, (schema, database_name)| {
+                let ctx = Ctx::new(schema, database_name, &state.links, table_id)?;
+                write(tx, &ctx).await
+            },
+        )
+        .await?;
+    if let Ok(qualified) = tenant_schema::table(database_id, table_id) {
+        state.statistics.written(&state.db, &qualified, rows);
+    }
+    Ok(out)
 }
 
 /// Everything one write needs about its table.
@@ -66,6 +77,16 @@ impl Ctx {
         table_id: &str,
     ) -> ApiResult<Ctx> {
         let (schema, database_name) = cache.get_for_write(c, database_id).await?;
+        Self::new(schema, database_name, links, table_id)
+    }
+
+    /// The context of `table_id` (404 when `schema` has no such table).
+    pub fn new(
+        schema: Arc<DatabaseSchema>,
+        database_name: String,
+        links: &Links,
+        table_id: &str,
+    ) -> ApiResult<Ctx> {
         let record_table = RecordTable::from_schema(&schema, table_id)?;
         let env = filter_lang::Env::new(&record_table.timezone, chrono::Utc::now())
             .or_else(|_| filter_lang::Env::new("UTC", chrono::Utc::now()))
@@ -174,6 +195,38 @@ pub async fn insert(
     let written =
         store::insert_rows(tx, &ctx.record_table, user_id, &cols, &docs(rows, false)).await;
     then_links(tx, ctx, rows, written).await
+}
+
+/// [`insert`], and the new records read back with every field when the
+/// insert itself can return them (no link cells: links are written by
+/// later statements the insert's own read would not see). `None`: read
+/// them back after the write ([`reply`] does).
+pub async fn insert_returning(
+    tx: &impl GenericClient,
+    ctx: &Ctx,
+    user_id: &str,
+    rows: &[(String, Prepared)],
+) -> ApiResult<Option<Vec<store::StoredRecord>>> {
+    if rows.iter().any(|(_, p)| !p.links.is_empty()) {
+        insert(tx, ctx, user_id, rows).await?;
+        return Ok(None);
+    }
+    let cols = column_types(ctx, rows)?;
+    let read = ctx.read_fields()?;
+    let written = store::insert_rows_returning(
+        tx,
+        &ctx.record_table,
+        user_id,
+        &cols,
+        &docs(rows, false),
+        &read.exprs(),
+        &read.values,
+    )
+    .await;
+    let table = ctx.table()?;
+    written
+        .map(Some)
+        .map_err(|e| super::cells::unique_violation(e, table))
 }
 
 /// Updates the cells each record names (and bumps `updated_at`).

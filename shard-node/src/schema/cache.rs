@@ -30,6 +30,14 @@ impl SchemaCache {
             .cloned()
     }
 
+    /// The model cached for a database, whatever its version (a read
+    /// that checks the version in the same round trip starts with it:
+    /// `auth::HeldRead`).
+    pub fn latest(&self, database_id: &str) -> Option<Arc<DatabaseSchema>> {
+        let map = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(database_id).cloned()
+    }
+
     fn store(&self, schema: Arc<DatabaseSchema>) {
         let mut map = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
         map.insert(schema.database_id.clone(), schema);

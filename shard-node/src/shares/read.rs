@@ -23,7 +23,7 @@ use crate::catalog::share_links::{self, token_digest};
 use crate::catalog::views::{self, View};
 use crate::error::{ApiError, ApiResult};
 use crate::fields::formulas::dependents;
-use crate::records::list::{list, view_columns, ListParams};
+use crate::records::list::{list_held, view_columns, ListParams};
 use crate::records::page::JsonBytes;
 use crate::records::reply::Shape;
 use crate::schema::TableSchema;
@@ -106,6 +106,6 @@ pub async fn handler(
             .transpose()?,
         shape: Shape::default(),
     };
-    let JsonBytes(page) = list(&state, &access, &link.table_id, params).await?;
+    let JsonBytes(page) = list_held(&state, &access, &link.table_id, &params).await?;
     Ok(JsonBytes(replace_head_bookmark(page, |b| key.seal(b))))
 }

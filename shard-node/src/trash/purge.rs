@@ -52,8 +52,8 @@ pub async fn purge(
     write::in_transaction(
         state,
         DbOp::PurgeRecords,
-        database_id,
-        table_id,
+        (database_id, table_id),
+        ids.len(),
         async |tx, ctx| {
             super::trashed_batch(tx, access, &ctx.record_table, ids).await?;
             store::purge(tx, &ctx.record_table, ids).await?;
@@ -71,8 +71,8 @@ pub async fn purge_all(state: &AppState, access: &Access, table_id: &str) -> Api
     write::in_transaction(
         state,
         DbOp::PurgeRecords,
-        database_id,
-        table_id,
+        (database_id, table_id),
+        0,
         async |tx, ctx| {
             let only = (access.principal.role != Some(Role::Owner)).then(|| access.user_id());
             let purged = store::purge_all(tx, &ctx.record_table, only).await?;

@@ -33,8 +33,8 @@ pub async fn restore(
     write::in_transaction(
         state,
         DbOp::RestoreRecords,
-        database_id,
-        table_id,
+        (database_id, table_id),
+        ids.len(),
         async |tx, ctx| {
             let table = &ctx.record_table;
             super::trashed_batch(tx, access, table, ids).await?;
