@@ -236,7 +236,7 @@ pub struct Db {
     /// The webhook deliverer's session ([`Db::deliverer_client`]).
     deliverer: Pool,
     /// How to open a dedicated session (`LISTEN`), as the deliverer's.
-    dedicated: tokio_postgres::Config,
+    dedicated: Arc<tokio_postgres::Config>,
 }
 
 /// The pools' names in `tabula_db_pool_*` series.
@@ -351,7 +351,7 @@ impl Db {
         let pool = build_pool(pooled, pool_size, Some(limits.pool_wait))?;
         // Background work waits for a session as long as it takes.
         let maintenance = build_pool(maintenance, MAINTENANCE_SESSIONS, None)?;
-        let dedicated = deliverer.clone();
+        let dedicated = Arc::new(deliverer.clone());
         let deliverer = build_pool(deliverer, DELIVERER_SESSIONS, None)?;
         Ok(Self {
             pool,

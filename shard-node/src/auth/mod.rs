@@ -9,6 +9,6 @@ pub mod roles;
 
 pub use principal::Caller;
 pub use roles::{
-    Access, AnyCaller, Checked, Creator, DeleteDatabase, DeleteTable, Editor, HeldRead, Owner,
-    OwnerAct, Reader, ShareReader,
+    Access, AnyCaller, Checked, Creator, DeleteDatabase, DeleteTable, Editor, Held, HeldRead,
+    HeldWrite, Owner, OwnerAct, Reader, ShareReader,
 };

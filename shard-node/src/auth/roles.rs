@@ -15,7 +15,7 @@ use axum::http::request::Parts;
 use cluster_protocol::control::{Access as KeyAccess, Allocation, Role};
 use cluster_protocol::error::forbidden;
 use cluster_protocol::principal::Principal;
-use deadpool_postgres::Object;
+use deadpool_postgres::{GenericClient, Object};
 
 use crate::auth::Caller;
 use crate::catalog;
@@ -176,6 +176,72 @@ impl FromRequestParts<AppState> for HeldRead {
             principal,
             database_id,
         })
+    }
+}
+
+/// An editor or owner writing records, with the held check made inside
+/// the write's transaction, sent together with its fence
+/// (`records::write::in_transaction`, [`Held::AtEpoch`]): one pooled
+/// session and one round trip fewer per write than [`Editor`]. A caller
+/// whose role or key refuses the write gets [`Editor`]'s checks in its
+/// order (421 before 403).
+pub struct HeldWrite {
+    pub principal: Principal,
+    pub database_id: String,
+}
+
+impl FromRequestParts<AppState> for HeldWrite {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        let Caller(principal) = Caller::from_request_parts(parts, state).await?;
+        if principal.role.is_none() && !principal.support {
+            return Err(ApiError::NotFound);
+        }
+        if refusal(&principal, Need::Write).is_some() {
+            held(principal, state, Need::Write).await?;
+            unreachable!("held() refuses a caller refusal() refuses");
+        }
+        let Some(database_id) = principal.database_id.clone() else {
+            return Err(ApiError::NotFound);
+        };
+        Ok(HeldWrite {
+            principal,
+            database_id,
+        })
+    }
+}
+
+impl HeldWrite {
+    pub fn user_id(&self) -> &str {
+        &self.principal.user_id
+    }
+
+    /// The held check the write's transaction makes.
+    pub fn held(&self) -> Held {
+        Held::AtEpoch(self.principal.epoch)
+    }
+}
+
+/// Whether a write's transaction still has to make the held check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// Made before (the request's extractor).
+    Checked,
+    /// To make at the principal's epoch ([`HeldWrite`]).
+    AtEpoch(Option<i64>),
+}
+
+impl Held {
+    /// The check on `c` (the write's transaction): 421 when this shard
+    /// does not serve the database at the epoch.
+    pub async fn check(self, c: &impl GenericClient, database_id: &str) -> ApiResult<()> {
+        let Held::AtEpoch(epoch) = self else {
+            return Ok(());
+        };
+        catalog::databases::held_version(c, database_id, epoch)
+            .await?
+            .map(|_| ())
+            .ok_or(ApiError::Misplaced)
     }
 }
 

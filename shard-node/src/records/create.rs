@@ -13,13 +13,13 @@ use super::reply::Shape;
 use super::{batch, write};
 use crate::attachments::fetch;
 use crate::attachments::place::{self, Mode};
-use crate::auth::Editor;
+use crate::auth::{Held, HeldWrite};
 use crate::error::ApiResult;
 use crate::http::body::JsonObject;
 use crate::state::{AppState, DbOp};
 
 pub async fn handler(
-    Editor(access): Editor,
+    access: HeldWrite,
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
@@ -29,7 +29,7 @@ pub async fn handler(
     let items = batch(&body, "records")?;
     let reply = create(
         &state,
-        &access.database_id,
+        (&access.database_id, access.held()),
         &id,
         access.user_id(),
         items,
@@ -41,7 +41,7 @@ pub async fn handler(
 
 pub async fn create(
     state: &AppState,
-    database_id: &str,
+    (database_id, held): (&str, Held),
     table_id: &str,
     user_id: &str,
     items: &[Value],
@@ -56,7 +56,7 @@ pub async fn create(
     let outcome = write::in_transaction(
         state,
         DbOp::CreateRecords,
-        (database_id, table_id),
+        (database_id, table_id, held),
         items.len(),
         async |tx, ctx| {
             let mut rows = Vec::with_capacity(items.len());

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use super::events::{Outbox, RecordEvent, Written};
 use super::{batch, check_batch_len, check_live, record_ids, store, write};
 use crate::auth::{Access, Editor};
+use crate::auth::Held;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{parse_object, RawBody};
 use crate::state::{AppState, DbOp};
@@ -87,7 +88,7 @@ pub async fn trash(
     write::in_transaction(
         state,
         DbOp::TrashRecords,
-        (database_id, table_id),
+        (database_id, table_id, Held::Checked),
         ids.len(),
         async |tx, ctx| {
             let table = &ctx.record_table;

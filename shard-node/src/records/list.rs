@@ -139,6 +139,29 @@ impl PageQuery<'_> {
         Ok((rows, bookmark))
     }
 
+    /// The page in one statement planned for these values
+    /// (`store::page_top_sql`, unprepared, one round trip): for cells
+    /// without grouped reads.
+    async fn read_planned(&self, client: &deadpool_postgres::Object) -> ApiResult<PageRows> {
+        let sql = store::page_top_sql(
+            self.table,
+            &self.cells.exprs,
+            self.conditions,
+            self.resume,
+            self.plan,
+            self.limit,
+        );
+        let mut bound = bind(self.values);
+        bound.extend(bind(&self.cells.values));
+        let typed: Vec<(&(dyn ToSql + Sync), Type)> = bound
+            .iter()
+            .map(|(b, t)| (b.as_ref() as &(dyn ToSql + Sync), t.clone()))
+            .collect();
+        let rows = client.query_typed(&sql, &typed).await?;
+        let bookmark = self.bookmark(&rows, 5 + self.cell_columns)?;
+        Ok((rows, bookmark))
+    }
+
     /// The page in two statements: its rows planned for these values
     /// (`store::page_ids_sql`, unprepared, one round trip), then their
     /// cells under one kept plan (`store::page_cells_sql`; `cells` numbers
@@ -426,6 +449,7 @@ async fn page_of(
         key: bookmark_key(state),
     };
     let split = match planned_per_call {
+        true if cells.joins.is_empty() => Some(page.read_planned(client).await?),
         // The second statement's cells number their values from `$4`
         // (after its three arrays).
         true if cells.values.is_empty() => page.read_in_two(&client, &cells).await?,

@@ -25,6 +25,7 @@ use super::reply::{self, Shape};
 use super::table::RecordTable;
 use super::{events, store, write};
 use crate::auth::{Access, Editor};
+use crate::auth::Held;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::schema::{Family, TableSchema};
@@ -99,7 +100,7 @@ async fn press_webhook(
     write::in_transaction(
         state,
         DbOp::PressButton,
-        (&access.database_id, table_id),
+        (&access.database_id, table_id, Held::Checked),
         1,
         async |tx, ctx| {
             let button = ctx.table()?.field(field_id).ok_or(ApiError::NotFound)?;

@@ -120,6 +120,20 @@ pub fn page_sql(
     plan: &filter_lang::SortPlan,
     limit: &str,
 ) -> String {
+    if joins.is_empty() && plan.keys.is_empty() {
+        // Ordered by id alone, the page is a walk of the live-id index
+        // that stops at the limit: the cells are computed for the page's
+        // rows only, so finding them again by TID (a relation size check
+        // per row, then a sort of the page) only costs. The columns are
+        // the same ([`select_list`], no key texts), then the id.
+        return plan.page_sql(
+            &select_list(read_exprs),
+            &format!("{table} AS r"),
+            &format!("r.deleted_at IS NULL AND {conditions}"),
+            resume,
+            limit,
+        );
+    }
     let mut outer = plan.clone();
     for (i, k) in outer.keys.iter_mut().enumerate() {
         k.expr = format!("\"__page\".\"__fl_k{i}\"");
@@ -148,6 +162,40 @@ pub fn page_sql(
         "{with} SELECT {select} FROM \"__pg\" AS \"__page\" \
          JOIN {table} AS r ON r.ctid = \"__page\".\"__tid\"{left} ORDER BY {}",
         outer.order_by(),
+    )
+}
+
+/// A page whose conditions carry values, in one statement when its cells
+/// need no grouped reads (no `joins`): the rows are found, ordered and
+/// limited in a subquery that selects them whole, and the cells and the
+/// bookmark texts are computed over that subquery (aliased `r`, as the
+/// read expressions expect), so only for the page's rows. Sent
+/// unprepared, so PostgreSQL plans it for the call's values (as
+/// [`page_ids_sql`]); the columns are those of [`page_sql`].
+pub fn page_top_sql(
+    table: &str,
+    read_exprs: &[String],
+    conditions: &str,
+    resume: Option<&filter_lang::Resume>,
+    plan: &filter_lang::SortPlan,
+    limit: &str,
+) -> String {
+    let inner = plan.page_sql(
+        "r.*",
+        &format!("{table} AS r"),
+        &format!("r.deleted_at IS NULL AND {conditions}"),
+        resume,
+        limit,
+    );
+    let outer = plan.over(ROW);
+    let mut select = select_list(read_exprs);
+    for b in outer.bookmark_columns() {
+        select.push_str(", ");
+        select.push_str(&b);
+    }
+    format!(
+        "SELECT {select} FROM ({inner}) AS r ORDER BY {}",
+        outer.order_by()
     )
 }
 
@@ -268,13 +316,25 @@ pub async fn by_ids(
 ) -> Result<Vec<StoredRecord>, tokio_postgres::Error> {
     let ids = &storable(ids)[..];
     let n = values.len() + 1;
+    let mut bound = bind(values);
+    // One id is compared as text: PostgreSQL keeps one generic plan for
+    // that statement, where `= ANY($n)` (its generic plan guesses ten
+    // ids) is planned afresh on every call.
+    let condition = match ids {
+        [one] => {
+            bound.push((Box::new(one.clone()), Type::TEXT));
+            format!("r.id = ${n}")
+        }
+        _ => {
+            bound.push((Box::new(ids.to_vec()), Type::TEXT_ARRAY));
+            format!("r.id = ANY(${n}::text[])")
+        }
+    };
     let sql = format!(
-        "SELECT {} FROM {} AS r WHERE r.id = ANY(${n}::text[])",
+        "SELECT {} FROM {} AS r WHERE {condition}",
         select_list(read_exprs),
         t.qualified
     );
-    let mut bound = bind(values);
-    bound.push((Box::new(ids.to_vec()), Type::TEXT_ARRAY));
     let rows = query_prepared(c, &sql, &bound).await?;
     let mut found: Vec<StoredRecord> = rows
         .iter()

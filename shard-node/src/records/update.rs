@@ -14,14 +14,14 @@ use super::reply::Shape;
 use super::{batch, check_live, store, write};
 use crate::attachments::fetch;
 use crate::attachments::place::{self, Mode};
-use crate::auth::Editor;
+use crate::auth::{Held, HeldWrite};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::json::format_ts;
 use crate::state::{AppState, DbOp};
 
 pub async fn handler(
-    Editor(access): Editor,
+    access: HeldWrite,
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
@@ -32,7 +32,7 @@ pub async fn handler(
     Ok(Json(
         update(
             &state,
-            &access.database_id,
+            (&access.database_id, access.held()),
             &id,
             access.user_id(),
             items,
@@ -93,7 +93,7 @@ fn parse_items(items: &[Value]) -> ApiResult<Vec<Item<'_>>> {
 
 pub async fn update(
     state: &AppState,
-    database_id: &str,
+    (database_id, held): (&str, Held),
     table_id: &str,
     user_id: &str,
     items: &[Value],
@@ -105,7 +105,7 @@ pub async fn update(
     let outcome = write::in_transaction(
         state,
         DbOp::UpdateRecords,
-        (database_id, table_id),
+        (database_id, table_id, held),
         items.len(),
         async |tx, ctx| {
             let ids: Vec<String> = items.iter().map(|i| i.id.clone()).collect();

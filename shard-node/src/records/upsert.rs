@@ -31,14 +31,14 @@ use super::write::{self, Ctx};
 use super::{batch, store};
 use crate::attachments::fetch::{self, Fetched};
 use crate::attachments::place::{self, Mode};
-use crate::auth::Editor;
+use crate::auth::{Held, HeldWrite};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::schema::{Costume, Family, FieldRow};
 use crate::state::{AppState, DbOp};
 
 pub async fn handler(
-    Editor(access): Editor,
+    access: HeldWrite,
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
@@ -50,7 +50,7 @@ pub async fn handler(
     Ok(Json(
         upsert(
             &state,
-            &access.database_id,
+            (&access.database_id, access.held()),
             &id,
             access.user_id(),
             &merge_on,
@@ -123,7 +123,7 @@ fn show(v: &Value) -> String {
 
 pub async fn upsert(
     state: &AppState,
-    database_id: &str,
+    (database_id, held): (&str, Held),
     table_id: &str,
     user_id: &str,
     merge_on: &[String],
@@ -139,7 +139,7 @@ pub async fn upsert(
     let outcome = write::in_transaction(
         state,
         DbOp::UpsertRecords,
-        (database_id, table_id),
+        (database_id, table_id, held),
         items.len(),
         async |tx, ctx| upsert_in(tx, ctx, user_id, merge_on, items, shape, &fetched).await,
     )

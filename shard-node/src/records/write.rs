@@ -18,6 +18,7 @@ use super::store;
 use super::table::RecordTable;
 use crate::attachments::links::Links;
 use crate::attachments::shown;
+use crate::auth::Held;
 use crate::error::{ApiError, ApiResult};
 use crate::schema::cache::SchemaCache;
 use crate::schema::{DatabaseSchema, TableSchema};
@@ -25,14 +26,15 @@ use crate::state::{AppState, DbOp};
 use crate::tenant_schema;
 
 /// Runs one record write of `rows` records, timed as `op`: opens a
-/// transaction, loads the addressed table's [`Ctx`] (404 when it is not
-/// there), runs `write` and commits only when it succeeds; an error rolls
-/// everything back. A committed write counts its rows towards the table's
+/// transaction, makes the `held` check if it is still to be made (sent
+/// with the fence and the schema version, one round trip), loads the
+/// addressed table's [`Ctx`] (404 when it is not there), runs `write` and
+/// commits only when it succeeds; an error rolls everything back. A committed write counts its rows towards the table's
 /// next `ANALYZE` ([`super::statistics`]).
 pub async fn in_transaction<T>(
     state: &AppState,
     op: DbOp,
-    (database_id, table_id): (&str, &str),
+    (database_id, table_id, held): (&str, &str, Held),
     rows: usize,
     write: impl AsyncFnOnce(&Transaction<'_>, &Ctx) -> ApiResult<T>,
 ) -> ApiResult<T> {
@@ -41,7 +43,13 @@ pub async fn in_transaction<T>(
         .in_transaction_with(
             database_id,
             op,
-            async |tx| state.schemas.get_for_write(tx, database_id).await,
+            async |tx| {
+                let ((), got) = tokio::try_join!(
+                    held.check(tx, database_id),
+                    state.schemas.get_for_write(tx, database_id)
+                )?;
+                Ok(got)
+            },
             async |tx, (schema, database_name)| {
                 let ctx = Ctx::new(schema, database_name, &state.links, table_id)?;
                 write(tx, &ctx).await

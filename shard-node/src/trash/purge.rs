@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use crate::auth::{Access, Editor};
 use crate::catalog::{attachments, comments};
+use crate::auth::Held;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::records::delete::deleted_reply;
@@ -52,7 +53,7 @@ pub async fn purge(
     write::in_transaction(
         state,
         DbOp::PurgeRecords,
-        (database_id, table_id),
+        (database_id, table_id, Held::Checked),
         ids.len(),
         async |tx, ctx| {
             super::trashed_batch(tx, access, &ctx.record_table, ids).await?;
@@ -71,7 +72,7 @@ pub async fn purge_all(state: &AppState, access: &Access, table_id: &str) -> Api
     write::in_transaction(
         state,
         DbOp::PurgeRecords,
-        (database_id, table_id),
+        (database_id, table_id, Held::Checked),
         0,
         async |tx, ctx| {
             let only = (access.principal.role != Some(Role::Owner)).then(|| access.user_id());

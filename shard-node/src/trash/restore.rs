@@ -6,6 +6,7 @@ use axum::Json;
 use serde_json::{Map, Value};
 
 use crate::auth::{Access, Editor};
+use crate::auth::Held;
 use crate::error::ApiResult;
 use crate::http::body::JsonObject;
 use crate::records::events::{Outbox, RecordEvent, Written};
@@ -33,7 +34,7 @@ pub async fn restore(
     write::in_transaction(
         state,
         DbOp::RestoreRecords,
-        (database_id, table_id),
+        (database_id, table_id, Held::Checked),
         ids.len(),
         async |tx, ctx| {
             let table = &ctx.record_table;
