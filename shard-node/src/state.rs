@@ -464,24 +464,22 @@ impl Db {
         self.fenced(database_id, op, Need::Structure, work).await
     }
 
-    /// [`Db::in_transaction`] whose `first` statements are sent together
-    /// with the fence, in one round trip (pipelined on the session, so
-    /// PostgreSQL still runs the fence first); `work` gets their result.
-    /// `first` may only read: when the fence refuses, its result is
-    /// dropped with the transaction.
-    pub async fn in_transaction_with<P, T>(
+    /// [`Db::in_transaction`] whose write fence is `fence`, the
+    /// transaction's first statement in place of [`placements::fence`]: it
+    /// must take that fence itself (as `placements::fence_write` does, with
+    /// what the write reads under it); `work` gets its result.
+    pub async fn in_transaction_fenced_by<P, T>(
         &self,
         database_id: &str,
         op: DbOp,
-        first: impl AsyncFnOnce(&Transaction<'_>) -> ApiResult<P>,
+        fence: impl AsyncFnOnce(&Transaction<'_>) -> ApiResult<P>,
         work: impl AsyncFnOnce(&Transaction<'_>, P) -> ApiResult<T>,
     ) -> ApiResult<T> {
         self.measured(op, async {
             let mut client = self.client_for(database_id).await?;
             let tx = client.transaction().await?;
-            let ((), got) =
-                tokio::try_join!(placements::fence(&tx, database_id, Need::Write), first(&tx))?;
-            let out = work(&tx, got).await?;
+            let fenced = fence(&tx).await?;
+            let out = work(&tx, fenced).await?;
             tx.commit().await?;
             Ok(out)
         })

@@ -15,7 +15,7 @@ use axum::http::request::Parts;
 use cluster_protocol::control::{Access as KeyAccess, Allocation, Role};
 use cluster_protocol::error::forbidden;
 use cluster_protocol::principal::Principal;
-use deadpool_postgres::{GenericClient, Object};
+use deadpool_postgres::Object;
 
 use crate::auth::Caller;
 use crate::catalog;
@@ -180,9 +180,9 @@ impl FromRequestParts<AppState> for HeldRead {
 }
 
 /// An editor or owner writing records, with the held check made inside
-/// the write's transaction, sent together with its fence
-/// (`records::write::in_transaction`, [`Held::AtEpoch`]): one pooled
-/// session and one round trip fewer per write than [`Editor`]. A caller
+/// the write's transaction by its fence (`records::write::in_transaction`,
+/// [`Held::AtEpoch`]): one pooled session and one statement fewer per
+/// write than [`Editor`]. A caller
 /// whose role or key refuses the write gets [`Editor`]'s checks in its
 /// order (421 before 403).
 pub struct HeldWrite {
@@ -232,16 +232,13 @@ pub enum Held {
 }
 
 impl Held {
-    /// The check on `c` (the write's transaction): 421 when this shard
-    /// does not serve the database at the epoch.
-    pub async fn check(self, c: &impl GenericClient, database_id: &str) -> ApiResult<()> {
-        let Held::AtEpoch(epoch) = self else {
-            return Ok(());
-        };
-        catalog::databases::held_version(c, database_id, epoch)
-            .await?
-            .map(|_| ())
-            .ok_or(ApiError::Misplaced)
+    /// Whether a write may go on given the placement's `epoch` (read by
+    /// its fence): 421 when the principal was routed at another.
+    pub fn admits(self, epoch: i64) -> ApiResult<()> {
+        match self {
+            Held::AtEpoch(Some(routed)) if routed != epoch => Err(ApiError::Misplaced),
+            _ => Ok(()),
+        }
     }
 }
 

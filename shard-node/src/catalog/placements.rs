@@ -91,6 +91,46 @@ pub async fn fence(c: &impl GenericClient, database_id: &str, need: Need) -> Api
     admit(state, need)
 }
 
+/// The write fence of a record write with what the write needs next, in
+/// one statement: `FOR KEY SHARE` on the placement, then on the database
+/// row (rows are locked in the order of the FROM list, so in the order
+/// [`fence`] then `databases::schema_version_key_share` took them), and
+/// the placement's epoch, the schema version and the database's name. 421
+/// as [`fence`] for [`Need::Write`].
+pub async fn fence_write(
+    c: &impl GenericClient,
+    database_id: &str,
+) -> ApiResult<FencedWrite> {
+    let statement = c
+        .prepare_cached(
+            "SELECT pl.state, pl.epoch, d.schema_version, d.name
+               FROM placements pl JOIN databases d ON d.id = pl.database_id
+              WHERE pl.database_id = $1 FOR KEY SHARE",
+        )
+        .await?;
+    let Some(row) = c.query_opt(&statement, &[&database_id]).await? else {
+        return Err(ApiError::Misplaced);
+    };
+    let text: String = row.try_get(0)?;
+    let state = State::parse(&text).ok_or_else(|| {
+        anyhow::anyhow!("placement of {database_id} in unknown state {text:?}")
+    })?;
+    admit(Some(state), Need::Write)?;
+    Ok(FencedWrite {
+        epoch: row.try_get(1)?,
+        schema_version: row.try_get(2)?,
+        database_name: row.try_get(3)?,
+    })
+}
+
+/// What [`fence_write`] read under its locks.
+#[derive(Debug, Clone)]
+pub struct FencedWrite {
+    pub epoch: i64,
+    pub schema_version: i64,
+    pub database_name: String,
+}
+
 /// The database's placement state now, without a lock (`None`: no row).
 pub async fn state(c: &impl GenericClient, database_id: &str) -> ApiResult<Option<State>> {
     let row = c

@@ -20,15 +20,17 @@ use std::sync::{Arc, Mutex};
 use crate::state::{Db, DbOp};
 
 /// Rows written since the last analysis before a table is analyzed again,
-/// at least (PostgreSQL's autovacuum starts at 50 plus 10 %).
+/// at least ...
 pub const STALE_FROM_ROWS: u64 = 500;
-/// ... and at least this share of the rows it had then (in fifths).
-const STALE_FIFTHS: u64 = 1;
+/// ... and at least a tenth of the rows it had then: autovacuum's own
+/// share (`autovacuum_analyze_scale_factor`), so the node's analyses come
+/// sooner than autovacuum's would, not in addition to them.
+const STALE_SHARE_INVERSE: u64 = 10;
 
 /// Whether `written` rows since an analysis that saw `analyzed` rows make
 /// a table's statistics stale.
 pub fn due(written: u64, analyzed: u64) -> bool {
-    written >= STALE_FROM_ROWS && written * 5 >= analyzed * STALE_FIFTHS
+    written >= STALE_FROM_ROWS && written * STALE_SHARE_INVERSE >= analyzed
 }
 
 #[derive(Default)]
@@ -102,13 +104,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_new_table_is_due_from_the_threshold_then_by_a_fifth_of_its_rows() {
+    fn a_new_table_is_due_from_the_threshold_then_by_a_tenth_of_its_rows() {
         assert!(!due(STALE_FROM_ROWS - 1, 0));
         assert!(due(STALE_FROM_ROWS, 0));
-        assert!(due(STALE_FROM_ROWS, 2_500));
-        assert!(!due(STALE_FROM_ROWS, 2_501));
-        assert!(due(20_000, 100_000));
-        assert!(!due(19_999, 100_000));
+        assert!(due(STALE_FROM_ROWS, 5_000));
+        assert!(!due(STALE_FROM_ROWS, 5_001));
+        assert!(due(10_000, 100_000));
+        assert!(!due(9_999, 100_000));
     }
 
     #[test]

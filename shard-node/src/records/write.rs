@@ -19,6 +19,7 @@ use super::table::RecordTable;
 use crate::attachments::links::Links;
 use crate::attachments::shown;
 use crate::auth::Held;
+use crate::catalog::placements;
 use crate::error::{ApiError, ApiResult};
 use crate::schema::cache::SchemaCache;
 use crate::schema::{DatabaseSchema, TableSchema};
@@ -26,10 +27,11 @@ use crate::state::{AppState, DbOp};
 use crate::tenant_schema;
 
 /// Runs one record write of `rows` records, timed as `op`: opens a
-/// transaction, makes the `held` check if it is still to be made (sent
-/// with the fence and the schema version, one round trip), loads the
-/// addressed table's [`Ctx`] (404 when it is not there), runs `write` and
-/// commits only when it succeeds; an error rolls everything back. A committed write counts its rows towards the table's
+/// transaction whose first statement takes the write fence and reads the
+/// placement's epoch (the `held` check, when it is still to be made) and
+/// the schema version (`placements::fence_write`), loads the addressed
+/// table's [`Ctx`] (404 when it is not there), runs `write` and commits
+/// only when it succeeds; an error rolls everything back. A committed write counts its rows towards the table's
 /// next `ANALYZE` ([`super::statistics`]).
 pub async fn in_transaction<T>(
     state: &AppState,
@@ -40,15 +42,17 @@ pub async fn in_transaction<T>(
 ) -> ApiResult<T> {
     let out = state
         .db
-        .in_transaction_with(
+        .in_transaction_fenced_by(
             database_id,
             op,
             async |tx| {
-                let ((), got) = tokio::try_join!(
-                    held.check(tx, database_id),
-                    state.schemas.get_for_write(tx, database_id)
-                )?;
-                Ok(got)
+                let fenced = placements::fence_write(tx, database_id).await?;
+                held.admits(fenced.epoch)?;
+                let schema = state
+                    .schemas
+                    .at_version(tx, database_id, fenced.schema_version)
+                    .await?;
+                Ok((schema, fenced.database_name))
             },
             async |tx, (schema, database_name)| {
                 let ctx = Ctx::new(schema, database_name, &state.links, table_id)?;

@@ -98,12 +98,24 @@ impl SchemaCache {
         let (version, name) = catalog::databases::schema_version_key_share(c, database_id)
             .await?
             .ok_or(ApiError::NotFound)?;
+        Ok((self.at_version(c, database_id, version).await?, name))
+    }
+
+    /// The model of `version`, which the caller read under a lock that
+    /// keeps it (a record write's fence, `placements::fence_write`): the
+    /// cached one, or loaded in the caller's transaction `c`.
+    pub async fn at_version(
+        &self,
+        c: &impl GenericClient,
+        database_id: &str,
+        version: i64,
+    ) -> ApiResult<Arc<DatabaseSchema>> {
         if let Some(s) = self.cached(database_id, version) {
-            return Ok((s, name));
+            return Ok(s);
         }
         let schema = Arc::new(load(c, database_id).await?);
         self.store(schema.clone());
-        Ok((schema, name))
+        Ok(schema)
     }
 
     /// The model inside a structural transaction (the database row is
