@@ -139,13 +139,14 @@ impl PageQuery<'_> {
         Ok((rows, bookmark))
     }
 
-    /// The page in one statement planned for these values
-    /// (`store::page_top_sql`, unprepared, one round trip): for cells
-    /// without grouped reads.
+    /// The page in one statement planned for these values ([`store::page_sql`]
+    /// sent unprepared, one round trip): for cells without grouped reads,
+    /// whose planning costs little more than that of the rows alone.
     async fn read_planned(&self, client: &deadpool_postgres::Object) -> ApiResult<PageRows> {
-        let sql = store::page_top_sql(
+        let sql = store::page_sql(
             self.table,
             &self.cells.exprs,
+            &self.cells.joins,
             self.conditions,
             self.resume,
             self.plan,

@@ -165,40 +165,6 @@ pub fn page_sql(
     )
 }
 
-/// A page whose conditions carry values, in one statement when its cells
-/// need no grouped reads (no `joins`): the rows are found, ordered and
-/// limited in a subquery that selects them whole, and the cells and the
-/// bookmark texts are computed over that subquery (aliased `r`, as the
-/// read expressions expect), so only for the page's rows. Sent
-/// unprepared, so PostgreSQL plans it for the call's values (as
-/// [`page_ids_sql`]); the columns are those of [`page_sql`].
-pub fn page_top_sql(
-    table: &str,
-    read_exprs: &[String],
-    conditions: &str,
-    resume: Option<&filter_lang::Resume>,
-    plan: &filter_lang::SortPlan,
-    limit: &str,
-) -> String {
-    let inner = plan.page_sql(
-        "r.*",
-        &format!("{table} AS r"),
-        &format!("r.deleted_at IS NULL AND {conditions}"),
-        resume,
-        limit,
-    );
-    let outer = plan.over(ROW);
-    let mut select = select_list(read_exprs);
-    for b in outer.bookmark_columns() {
-        select.push_str(", ");
-        select.push_str(&b);
-    }
-    format!(
-        "SELECT {select} FROM ({inner}) AS r ORDER BY {}",
-        outer.order_by()
-    )
-}
-
 /// `WITH "__pg" AS MATERIALIZED (<page>), <joins>` over a page's rows, and
 /// the `LEFT JOIN`s that attach each join's cells to `r`.
 fn with_joins(page: &str, joins: &[PageJoin]) -> (String, String) {
