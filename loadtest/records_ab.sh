@@ -25,8 +25,16 @@ out="${OUT:-$here/results/records-ab.console.txt}"
 scratch="$(mktemp -d)"; mkdir -p "$scratch/loadtest/results"
 trap 'rm -rf "$scratch"' EXIT
 
+# The services' ports: a restart waits until no socket holds one (a client
+# socket in TIME-WAIT on a bench port in the ephemeral range makes the
+# next bind fail).
+ports="$(echo "$ROUTER_URL $CONTROL_PLANE_URL $SHARD_URLS" | grep -oE ':[0-9]+' | tr -d : | paste -sd'|')"
 restart() { # BIN_DIR
   DEV_CLUSTER_DIR="$DEV_CLUSTER_DIR" "$root/deploy/dev-cluster" down >/dev/null 2>&1 || true
+  for _ in $(seq 600); do
+    ss -tan | grep -qE "127\.0\.0\.1:($ports) " || break
+    sleep 0.2
+  done
   DEV_CLUSTER_DIR="$DEV_CLUSTER_DIR" DEV_CLUSTER_BIN_DIR="$1" \
     ROUTER_KEY_LIMIT_PER_MIN=100000000 ROUTER_ADDRESS_LIMIT_PER_MIN=100000000 \
     "$root/deploy/dev-cluster" up >/dev/null
