@@ -97,10 +97,7 @@ pub async fn fence(c: &impl GenericClient, database_id: &str, need: Need) -> Api
 /// [`fence`] then `databases::schema_version_key_share` took them), and
 /// the placement's epoch, the schema version and the database's name. 421
 /// as [`fence`] for [`Need::Write`].
-pub async fn fence_write(
-    c: &impl GenericClient,
-    database_id: &str,
-) -> ApiResult<FencedWrite> {
+pub async fn fence_write(c: &impl GenericClient, database_id: &str) -> ApiResult<FencedWrite> {
     let statement = c
         .prepare_cached(
             "SELECT pl.state, pl.epoch, d.schema_version, d.name
@@ -112,9 +109,8 @@ pub async fn fence_write(
         return Err(ApiError::Misplaced);
     };
     let text: String = row.try_get(0)?;
-    let state = State::parse(&text).ok_or_else(|| {
-        anyhow::anyhow!("placement of {database_id} in unknown state {text:?}")
-    })?;
+    let state = State::parse(&text)
+        .ok_or_else(|| anyhow::anyhow!("placement of {database_id} in unknown state {text:?}"))?;
     admit(Some(state), Need::Write)?;
     Ok(FencedWrite {
         epoch: row.try_get(1)?,

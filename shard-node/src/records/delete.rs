@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 
 use super::events::{Outbox, RecordEvent, Written};
 use super::{batch, check_batch_len, check_live, record_ids, store, write};
-use crate::auth::{Access, Editor};
 use crate::auth::Held;
+use crate::auth::{Access, Editor};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{parse_object, RawBody};
 use crate::state::{AppState, DbOp};

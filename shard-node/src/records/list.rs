@@ -330,12 +330,12 @@ async fn page_of(
             // An id is looked up in the catalog; PostgreSQL text cannot
             // hold NUL, so such a reference can only be a name (none).
             let by_id = if r.starts_with("viw_") && !r.contains('\0') {
-                views::get(&*client, database_id, r).await?
+                views::get(client, database_id, r).await?
             } else {
                 None
             };
             let all = if by_id.is_none() {
-                views::list_for_table(&*client, table_id).await?
+                views::list_for_table(client, table_id).await?
             } else {
                 Vec::new()
             };
@@ -364,7 +364,7 @@ async fn page_of(
         },
         (None, None) => (Sort::default(), "sort"),
     };
-    let order = bookmark_order(table_id, view.as_ref(), source, &sort, &fschema, &p);
+    let order = bookmark_order(table_id, view.as_ref(), source, &sort, &fschema, p);
     let carried: Option<Vec<String>> = match (&p.fields, &view) {
         (Some(refs), _) => {
             let mut seen = HashSet::new();
@@ -426,7 +426,7 @@ async fn page_of(
     // numbered after those of the conditions, sort and keyset: a page
     // without them reads exactly as before.
     let mut read_params = filter_lang::Params::new(params.next_index());
-    let (read_fields, joins) = read::page_set(&schema, table, carried.as_deref(), &mut read_params);
+    let (read_fields, joins) = read::page_set(schema, table, carried.as_deref(), &mut read_params);
     let cells = Cells::new(&read_fields, joins, read_params.into_values());
     // A validated whole number, inlined so a cached plan knows it.
     let limit = (p.page_size + 1).to_string();
@@ -453,26 +453,25 @@ async fn page_of(
         true if cells.joins.is_empty() => Some(page.read_planned(client).await?),
         // The second statement's cells number their values from `$4`
         // (after its three arrays).
-        true if cells.values.is_empty() => page.read_in_two(&client, &cells).await?,
+        true if cells.values.is_empty() => page.read_in_two(client, &cells).await?,
         true => {
             let mut from_four = filter_lang::Params::new(4);
-            let (fields, joins) =
-                read::page_set(&schema, table, carried.as_deref(), &mut from_four);
+            let (fields, joins) = read::page_set(schema, table, carried.as_deref(), &mut from_four);
             let own = Cells::new(&fields, joins, from_four.into_values());
-            page.read_in_two(&client, &own).await?
+            page.read_in_two(client, &own).await?
         }
         false => None,
     };
     let (rows, bookmark) = match split {
         Some(read) => read,
-        None => page.read_in_one(&client).await?,
+        None => page.read_in_one(client).await?,
     };
     let take = take.min(rows.len());
     let ids = page::attachment_ids(&rows, take, &read_fields)?;
     let shown = if ids.is_empty() {
         Shown::default()
     } else {
-        Shown::lookup(&*client, &state.links, database_id, &ids).await?
+        Shown::lookup(client, &state.links, database_id, &ids).await?
     };
     Ok(JsonBytes(page::write(
         &rows,

@@ -10,9 +10,9 @@ use axum::Json;
 use cluster_protocol::control::Role;
 use serde_json::{json, Value};
 
+use crate::auth::Held;
 use crate::auth::{Access, Editor};
 use crate::catalog::{attachments, comments};
-use crate::auth::Held;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::records::delete::deleted_reply;

@@ -5,8 +5,8 @@ use axum::extract::{Path, State};
 use axum::Json;
 use serde_json::{Map, Value};
 
-use crate::auth::{Access, Editor};
 use crate::auth::Held;
+use crate::auth::{Access, Editor};
 use crate::error::ApiResult;
 use crate::http::body::JsonObject;
 use crate::records::events::{Outbox, RecordEvent, Written};
