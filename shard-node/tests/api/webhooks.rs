@@ -305,3 +305,45 @@ async fn urls_outside_the_allowed_ranges_are_refused_at_save() {
         .get(0);
     assert_eq!(count, 0);
 }
+
+/// PostgreSQL prints a `jsonb` number in full (1.7976931348623157e308 is a
+/// 309-digit integer): the node parses such numbers back exactly instead of
+/// failing to read the webhook (a 500 the API fuzzer found).
+#[tokio::test]
+async fn conditions_with_the_largest_numbers_read_back_exactly() {
+    let app = spawn_app().await;
+    let (db, owner) = app.owned_database().await;
+    let table = app.create_table(&db, &owner, "Tasks").await;
+    let tid = table["id"].as_str().unwrap();
+    let r = app
+        .post(
+            &format!("/api/tables/{tid}/fields"),
+            &owner,
+            json!({"name": "Points", "type": "number"}),
+        )
+        .await;
+    let points = r.body["field"]["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/databases/{db}/webhooks");
+    let r = app
+        .post(
+            &path,
+            &owner,
+            json!({"url": URL, "trigger_type": "record_matches", "table_id": tid,
+                   "conditions": {"conditions": [
+                       {"field": "Points", "op": "less", "value": f64::MAX}],
+                       "unread": [1.22727760496072e186, -f64::MAX]}}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let r = app.get(&path, &owner).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let conditions = &r.body["webhooks"][0]["conditions"];
+    assert_eq!(
+        conditions["conditions"][0],
+        json!({"field": points, "op": "less", "value": f64::MAX})
+    );
+    assert_eq!(
+        conditions["unread"],
+        json!([1.22727760496072e186, -f64::MAX])
+    );
+}
