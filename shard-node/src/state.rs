@@ -493,14 +493,12 @@ impl Db {
         need: Need,
         work: impl AsyncFnOnce(&Transaction<'_>) -> ApiResult<T>,
     ) -> ApiResult<T> {
-        self.measured(op, async {
-            let mut client = self.client_for(database_id).await?;
-            let tx = client.transaction().await?;
-            placements::fence(&tx, database_id, need).await?;
-            let out = work(&tx).await?;
-            tx.commit().await?;
-            Ok(out)
-        })
+        self.in_transaction_fenced_by(
+            database_id,
+            op,
+            async |tx| placements::fence(tx, database_id, need).await,
+            async |tx, ()| work(tx).await,
+        )
         .await
     }
 
