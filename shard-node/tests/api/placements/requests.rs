@@ -295,3 +295,143 @@ async fn while_moving_structural_changes_are_409_and_record_writes_go_on() {
         .await;
     assert_eq!(r.status, 200, "{:?}", r.body);
 }
+
+/// The record writes of `HeldWrite` (create, update, upsert) by `p`, with
+/// bodies the owner could send.
+async fn record_writes(app: &TestApp, f: &Fixture, p: &Principal) -> Vec<(&'static str, Reply)> {
+    let records = format!("/api/tables/{}/records", f.table);
+    vec![
+        (
+            "create record",
+            app.post(
+                &records,
+                p,
+                json!({"records": [{"fields": {"Who": "Bob"}}]}),
+            )
+            .await,
+        ),
+        (
+            "update record",
+            app.patch(
+                &records,
+                p,
+                json!({"records": [{"id": f.record, "fields": {"Who": "Eve"}}]}),
+            )
+            .await,
+        ),
+        (
+            "upsert records",
+            app.call(
+                "PUT",
+                &records,
+                Signing::With(p),
+                Body::Json(json!({"merge_on": ["Who"], "records": [{"fields": {"Who": "Zed"}}]})),
+            )
+            .await,
+        ),
+    ]
+}
+
+fn assert_misplaced(replies: &[(&'static str, Reply)], case: &str) {
+    for (what, r) in replies {
+        assert_eq!(r.status, 421, "{case}, {what}: {:?}", r.body);
+        assert_eq!(r.error_code(), "not_found", "{case}, {what}");
+        assert_eq!(
+            r.error_message(),
+            shard_node::error::MISPLACED_MESSAGE,
+            "{case}, {what}"
+        );
+    }
+}
+
+fn assert_refused(replies: &[(&'static str, Reply)], message: &str, case: &str) {
+    for (what, r) in replies {
+        assert_eq!(
+            (r.status, r.error_message()),
+            (403, message),
+            "{case}, {what}: {:?}",
+            r.body
+        );
+    }
+}
+
+/// A refused record write (`HeldWrite`) by a caller whose role or key
+/// refuses it answers the held check first: 421 while the database is not
+/// held here (no placement row, fenced, routed at another epoch), 403 with
+/// its refusal once it is; and writes nothing either way.
+async fn refused_writes_are_misplaced_before_forbidden(
+    app: &TestApp,
+    f: &Fixture,
+    p: &Principal,
+    message: &str,
+) {
+    let before = names(app, f).await;
+    assert_eq!(before, ["Ann"]);
+
+    set_placement(app, &f.db, None).await;
+    assert_misplaced(&record_writes(app, f, p).await, "no placement row");
+    restore_placement(app, &f.db).await;
+    assert_eq!(names(app, f).await, before, "no placement row");
+
+    set_placement(app, &f.db, Some("fenced")).await;
+    assert_misplaced(&record_writes(app, f, p).await, "fenced");
+    set_placement(app, &f.db, Some("owned")).await;
+    assert_eq!(names(app, f).await, before, "fenced");
+
+    let elsewhere = at_epoch(p, Some(2));
+    assert_misplaced(&record_writes(app, f, &elsewhere).await, "other epoch");
+    assert_eq!(names(app, f).await, before, "other epoch");
+
+    assert_refused(&record_writes(app, f, p).await, message, "held");
+    assert_eq!(names(app, f).await, before, "held");
+
+    // The owner's same writes go through: the bodies were not the refusal.
+    for (what, r) in record_writes(app, f, &f.owner).await {
+        assert_eq!(r.status, 200, "owner, {what}: {:?}", r.body);
+    }
+    let mut after = names(app, f).await;
+    after.sort();
+    assert_eq!(after, ["Bob", "Eve", "Zed"]);
+}
+
+#[tokio::test]
+async fn a_viewer_s_record_write_is_421_before_403() {
+    let app = spawn_app().await;
+    let f = fixture(&app).await;
+    let p = viewer(&f.db);
+    refused_writes_are_misplaced_before_forbidden(
+        &app,
+        &f,
+        &p,
+        cluster_protocol::error::forbidden::VIEWER,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_read_only_key_s_record_write_is_421_before_403() {
+    let app = spawn_app().await;
+    let f = fixture(&app).await;
+    let p = read_only(editor(&f.db));
+    refused_writes_are_misplaced_before_forbidden(
+        &app,
+        &f,
+        &p,
+        cluster_protocol::error::forbidden::KEY_READ_ONLY,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_support_grant_s_record_write_is_421_before_403() {
+    let app = spawn_app().await;
+    let f = fixture(&app).await;
+    let p = support(&f.db);
+    refused_writes_are_misplaced_before_forbidden(
+        &app,
+        &f,
+        &p,
+        cluster_protocol::error::forbidden::SUPPORT_READ_ONLY,
+    )
+    .await;
+}
