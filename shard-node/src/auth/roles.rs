@@ -197,9 +197,11 @@ impl FromRequestParts<AppState> for HeldWrite {
         if principal.role.is_none() && !principal.support {
             return Err(ApiError::NotFound);
         }
-        if refusal(&principal, Need::Write).is_some() {
-            held(principal, state, Need::Write).await?;
-            unreachable!("held() refuses a caller refusal() refuses");
+        if let Some(message) = refusal(&principal, Need::Write) {
+            // A refused write still answers 421 first on a database this
+            // shard does not hold.
+            held(principal, state, Need::Read).await?;
+            return Err(ApiError::Forbidden(message));
         }
         let Some(database_id) = principal.database_id.clone() else {
             return Err(ApiError::NotFound);
