@@ -75,6 +75,7 @@ pub mod bookmark;
 pub mod dates;
 mod error;
 pub mod filter;
+pub mod numeric;
 pub mod schema;
 pub mod sort;
 pub mod sql;

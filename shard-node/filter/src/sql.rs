@@ -48,7 +48,7 @@ pub fn contains_pattern(term: &str) -> String {
 /// |---|---|---|
 /// | `Text` | `$n::text` | `String` |
 /// | `TextArray` | `$n::text[]` | `Vec<String>` |
-/// | `Numeric` | `$n::text::numeric` | `String` (decimal text) |
+/// | `Numeric` | `$n::numeric` | its [`crate::numeric::binary`] (a value beyond the binary format: `$n::text::numeric`, bound as its `String`) |
 /// | `Bool` | `$n::boolean` | `bool` |
 /// | `Int` | `$n::int8` | `i64` |
 /// | `Date` | `$n::date` | `chrono::NaiveDate` |
@@ -71,6 +71,7 @@ impl SqlValue {
         match self {
             SqlValue::Text(_) => "text",
             SqlValue::TextArray(_) => "text[]",
+            SqlValue::Numeric(s) if crate::numeric::binary(s).is_some() => "numeric",
             SqlValue::Numeric(_) => "text::numeric",
             SqlValue::Bool(_) => "boolean",
             SqlValue::Int(_) => "int8",
@@ -143,8 +144,12 @@ mod tests {
     fn numbering() {
         let mut p = Params::new(4);
         assert_eq!(p.push(SqlValue::Text("a".into())), "$4::text");
-        assert_eq!(p.push(SqlValue::Numeric("1.5".into())), "$5::text::numeric");
-        assert_eq!(p.next_index(), 6);
-        assert_eq!(p.values().len(), 2);
+        assert_eq!(p.push(SqlValue::Numeric("1.5".into())), "$5::numeric");
+        assert_eq!(
+            p.push(SqlValue::Numeric("1e99999".into())),
+            "$6::text::numeric"
+        );
+        assert_eq!(p.next_index(), 7);
+        assert_eq!(p.values().len(), 3);
     }
 }

@@ -139,9 +139,11 @@ impl PageQuery<'_> {
         Ok((rows, bookmark))
     }
 
-    /// The page in one statement planned for these values ([`store::page_sql`]
-    /// sent unprepared, one round trip): for cells without grouped reads,
-    /// whose planning costs little more than that of the rows alone.
+    /// The page in one statement ([`store::page_sql`], prepared once per
+    /// session and shape, one round trip): for cells without grouped
+    /// reads. PostgreSQL's plan cache plans it for the values of its
+    /// first calls and keeps a generic plan only when that plan costs no
+    /// more than theirs did (`plan_cache_mode = auto`).
     async fn read_planned(&self, client: &deadpool_postgres::Object) -> ApiResult<PageRows> {
         let sql = store::page_sql(
             self.table,
@@ -154,11 +156,7 @@ impl PageQuery<'_> {
         );
         let mut bound = bind(self.values);
         bound.extend(bind(&self.cells.values));
-        let typed: Vec<(&(dyn ToSql + Sync), Type)> = bound
-            .iter()
-            .map(|(b, t)| (b.as_ref() as &(dyn ToSql + Sync), t.clone()))
-            .collect();
-        let rows = client.query_typed(&sql, &typed).await?;
+        let rows = store::query_prepared(client, &sql, &bound).await?;
         let bookmark = self.bookmark(&rows, 5 + self.cell_columns)?;
         Ok((rows, bookmark))
     }

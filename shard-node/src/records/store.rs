@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::GenericClient;
 use filter_lang::SqlValue;
 use serde_json::Value;
-use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use tokio_postgres::Row;
 
 use super::cells::read::PageJoin;
@@ -32,6 +32,27 @@ pub struct StoredRecord {
 const BASE: &str = "r.id, r.created_at, r.updated_at, r.created_by, r.deleted_at";
 const BASE_COUNT: usize = 5;
 
+/// A `numeric` parameter as its binary form (`filter_lang::numeric`).
+#[derive(Debug)]
+struct NumericBinary(Vec<u8>);
+
+impl ToSql for NumericBinary {
+    fn to_sql(
+        &self,
+        _: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out.extend_from_slice(&self.0);
+        Ok(IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::NUMERIC
+    }
+
+    to_sql_checked!();
+}
+
 /// Binds filter-lang's values as the types its placeholders cast from,
 /// with those types (for statements sent unprepared).
 pub fn bind(values: &[SqlValue]) -> Vec<(Box<dyn ToSql + Sync + Send>, Type)> {
@@ -39,7 +60,11 @@ pub fn bind(values: &[SqlValue]) -> Vec<(Box<dyn ToSql + Sync + Send>, Type)> {
         .iter()
         .map(|v| -> (Box<dyn ToSql + Sync + Send>, Type) {
             match v {
-                SqlValue::Text(s) | SqlValue::Numeric(s) => (Box::new(s.clone()), Type::TEXT),
+                SqlValue::Numeric(s) => match filter_lang::numeric::binary(s) {
+                    Some(bytes) => (Box::new(NumericBinary(bytes)), Type::NUMERIC),
+                    None => (Box::new(s.clone()), Type::TEXT),
+                },
+                SqlValue::Text(s) => (Box::new(s.clone()), Type::TEXT),
                 SqlValue::TextArray(a) => (Box::new(a.clone()), Type::TEXT_ARRAY),
                 SqlValue::Bool(b) => (Box::new(*b), Type::BOOL),
                 SqlValue::Int(i) => (Box::new(*i), Type::INT8),

@@ -6,10 +6,11 @@
 
 use std::collections::BTreeSet;
 
+use bytes::BytesMut;
 use chrono::{DateTime, NaiveDate, Utc};
 use filter_lang::*;
 use serde_json::json;
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use tokio_postgres::{Client, Config, NoTls};
 
 use crate::common::*;
@@ -32,12 +33,37 @@ async fn connect(cfg: &Config) -> Client {
     client
 }
 
+/// A `numeric` parameter as its binary form (as the shard node binds it).
+#[derive(Debug)]
+pub struct NumericBinary(pub Vec<u8>);
+
+impl ToSql for NumericBinary {
+    fn to_sql(
+        &self,
+        _: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out.extend_from_slice(&self.0);
+        Ok(IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::NUMERIC
+    }
+
+    to_sql_checked!();
+}
+
 fn bind(values: &[SqlValue]) -> Vec<Box<dyn ToSql + Sync + Send>> {
     values
         .iter()
         .map(|v| -> Box<dyn ToSql + Sync + Send> {
             match v {
-                SqlValue::Text(s) | SqlValue::Numeric(s) => Box::new(s.clone()),
+                SqlValue::Numeric(s) => match filter_lang::numeric::binary(s) {
+                    Some(bytes) => Box::new(NumericBinary(bytes)),
+                    None => Box::new(s.clone()),
+                },
+                SqlValue::Text(s) => Box::new(s.clone()),
                 SqlValue::TextArray(a) => Box::new(a.clone()),
                 SqlValue::Bool(b) => Box::new(*b),
                 SqlValue::Int(i) => Box::new(*i),
@@ -312,6 +338,73 @@ async fn against_postgres() {
         crate::conditions::semantics(&c, &recs, &others).await;
     })
     .await;
+}
+
+/// A number bound in binary (`filter_lang::numeric`) is the value, with
+/// the display scale, that PostgreSQL's own `text::numeric` reads; also
+/// for random decimal texts.
+#[tokio::test]
+async fn numbers_bound_in_binary_are_what_postgres_reads_from_text() {
+    let cfg: Config = url().parse().expect("TEST_POSTGRES_URL");
+    let c = connect(&cfg).await;
+    let mut texts: Vec<String> = [
+        "0",
+        "-0",
+        "0.000",
+        "500",
+        "-500",
+        "1.50",
+        "+7",
+        "0.0001",
+        "0.00001",
+        "12345.6789",
+        "-98765.4321001",
+        "1e300",
+        "1.7976931348623157e308",
+        "2.2250738585072014e-308",
+        "25E-3",
+        "1.50e1",
+        "9999",
+        "10000",
+        "99999999.99999999",
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        "123456789012345678901234567890.123456789",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut r = Rng(0xD1_61_75);
+    for _ in 0..500 {
+        let int: String = (0..r.below(12))
+            .map(|_| char::from(b'0' + r.below(10) as u8))
+            .collect();
+        let frac: String = (0..r.below(12))
+            .map(|_| char::from(b'0' + r.below(10) as u8))
+            .collect();
+        let sign = if r.below(2) == 0 { "-" } else { "" };
+        let mut t = format!("{sign}{}", if int.is_empty() { "0" } else { &int });
+        if !frac.is_empty() {
+            t = format!("{t}.{frac}");
+        }
+        if r.below(3) == 0 {
+            t = format!("{t}e{}", r.below(41) as i64 - 20);
+        }
+        texts.push(t);
+    }
+    for t in &texts {
+        let bytes = numeric::binary(t).unwrap_or_else(|| panic!("{t} has a binary form"));
+        let row = c
+            .query_one(
+                "SELECT $1::numeric::text, $2::text::numeric::text",
+                &[&NumericBinary(bytes), t],
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{t}: {e:?}"));
+        let (bound, read): (String, String) = (row.get(0), row.get(1));
+        assert_eq!(bound, read, "{t}");
+    }
 }
 
 async fn random_filters_execute(c: &Client, r: &mut Rng) {

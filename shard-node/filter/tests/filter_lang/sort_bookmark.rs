@@ -158,8 +158,8 @@ fn keyset_sql() {
     let (ln, lv) = (format!("left({n}, 500)"), "left($1::text, 500)");
     let any = format!(
         "((({ln} > {lv} OR ({ln} = {lv} AND {n} > $1::text)) OR {n} IS NULL)) \
-         OR ({n} = $1::text AND {pr} < $2::text::numeric) \
-         OR ({n} = $1::text AND {pr} = $2::text::numeric AND \"r\".\"id\" > $3::text)"
+         OR ({n} = $1::text AND {pr} < $2::numeric) \
+         OR ({n} = $1::text AND {pr} = $2::numeric AND \"r\".\"id\" > $3::text)"
     );
     // Ascending first key from a value: the range [v, last value] bounded so
     // an index (on the prefix) seeks to it, then the NULLs (which follow
@@ -272,8 +272,8 @@ fn keyset_sql_descending_first_key_has_a_seek_bound() {
     assert_eq!(
         sql,
         format!(
-            "({pr} <= $1::text::numeric AND (({pr} < $1::text::numeric) \
-             OR ({pr} = $1::text::numeric AND \"r\".\"id\" > $2::text)))"
+            "({pr} <= $1::numeric AND (({pr} < $1::numeric) \
+             OR ({pr} = $1::numeric AND \"r\".\"id\" > $2::text)))"
         )
     );
 }
