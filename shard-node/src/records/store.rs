@@ -159,10 +159,9 @@ pub fn page_sql(
             limit,
         );
     }
-    let mut outer = plan.clone();
-    for (i, k) in outer.keys.iter_mut().enumerate() {
-        k.expr = format!("\"__page\".\"__fl_k{i}\"");
-    }
+    // Ordered by the page's own key and id columns: the join by TID keeps
+    // the limited scan's order, so PostgreSQL sorts nothing again.
+    let outer = plan.over("__page");
     let mut select = select_list(read_exprs);
     for b in outer.bookmark_columns() {
         select.push_str(", ");
