@@ -40,6 +40,9 @@ pub struct AppState {
     pub metrics: Option<crate::metrics::Page>,
     /// Rows written per record table since its last `ANALYZE`.
     pub statistics: crate::records::statistics::Statistics,
+    /// The first key of each record table's indexes, read now and then
+    /// (whether a filtered page may keep one plan).
+    pub index_leads: crate::records::kept_plans::IndexLeads,
 }
 
 impl AppState {
@@ -66,6 +69,7 @@ impl AppState {
                 config.control_plane_token.clone(),
             ),
             statistics: Default::default(),
+            index_leads: Default::default(),
         })
     }
 }

@@ -9,6 +9,7 @@ use filter_lang::{filter, parse_sort, Bookmark, BookmarkKey, FieldKey, Sort, Sql
 use serde_json::Value;
 use tokio_postgres::types::{ToSql, Type};
 
+use super::kept_plans;
 use super::store::bind;
 use tokio_postgres::Row;
 
@@ -139,12 +140,18 @@ impl PageQuery<'_> {
         Ok((rows, bookmark))
     }
 
-    /// The page in one statement ([`store::page_sql`], prepared once per
-    /// session and shape, one round trip): for cells without grouped
-    /// reads. PostgreSQL's plan cache plans it for the values of its
-    /// first calls and keeps a generic plan only when that plan costs no
-    /// more than theirs did (`plan_cache_mode = auto`).
-    async fn read_planned(&self, client: &deadpool_postgres::Object) -> ApiResult<PageRows> {
+    /// The page in one statement ([`store::page_sql`], one round trip): for
+    /// cells without grouped reads. With `keep_plan`
+    /// ([`kept_plans::may_keep_plan`]) it is prepared once per session and
+    /// shape, and PostgreSQL keeps a generic plan when that plan costs no
+    /// more than those made for the values of its first calls
+    /// (`plan_cache_mode = auto`); else it is sent unprepared and planned
+    /// for these values.
+    async fn read_planned(
+        &self,
+        client: &deadpool_postgres::Object,
+        keep_plan: bool,
+    ) -> ApiResult<PageRows> {
         let sql = store::page_sql(
             self.table,
             &self.cells.exprs,
@@ -156,7 +163,15 @@ impl PageQuery<'_> {
         );
         let mut bound = bind(self.values);
         bound.extend(bind(&self.cells.values));
-        let rows = store::query_prepared(client, &sql, &bound).await?;
+        let rows = if keep_plan {
+            store::query_prepared(client, &sql, &bound).await?
+        } else {
+            let typed: Vec<(&(dyn ToSql + Sync), Type)> = bound
+                .iter()
+                .map(|(b, t)| (b.as_ref() as &(dyn ToSql + Sync), t.clone()))
+                .collect();
+            client.query_typed(&sql, &typed).await?
+        };
         let bookmark = self.bookmark(&rows, 5 + self.cell_columns)?;
         Ok((rows, bookmark))
     }
@@ -448,7 +463,12 @@ async fn page_of(
         key: bookmark_key(state),
     };
     let split = match planned_per_call {
-        true if cells.joins.is_empty() => Some(page.read_planned(client).await?),
+        true if cells.joins.is_empty() => {
+            let leads = state.index_leads.of(client, &rt.qualified).await?;
+            let first_key = plan.keys.first().map(|k| k.expr.as_str());
+            let keep_plan = kept_plans::may_keep_plan(first_key, &leads);
+            Some(page.read_planned(client, keep_plan).await?)
+        }
         // The second statement's cells number their values from `$4`
         // (after its three arrays).
         true if cells.values.is_empty() => page.read_in_two(client, &cells).await?,

@@ -18,6 +18,7 @@ pub mod create;
 pub mod delete;
 pub mod events;
 pub mod get;
+pub mod kept_plans;
 pub mod list;
 pub mod list_params;
 pub mod page;

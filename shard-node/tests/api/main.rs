@@ -8,6 +8,7 @@ mod deliveries;
 mod export;
 mod fields;
 mod helpers;
+mod kept_plans;
 mod metrics;
 mod outbox;
 mod placements;
