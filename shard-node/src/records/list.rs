@@ -425,7 +425,8 @@ async fn page_of(
         }
         _ => "TRUE".to_owned(),
     };
-    // Filter and search values make PostgreSQL plan the page per call.
+    // Filter and search values make PostgreSQL plan the page per call
+    // (unless no index gives its order: `kept_plans`).
     let planned_per_call = !params.values().is_empty();
     let plan = sort.plan(&fschema, "r", &mut params);
     let resume = match &p.bookmark {
