@@ -2,8 +2,8 @@
 //! field keeps one plan until a view's sort index begins with that field,
 //! and the page answers the same either way.
 
-use serde_json::{json, Value};
 use cluster_protocol::principal::Principal;
+use serde_json::{json, Value};
 use shard_node::records::kept_plans::{may_keep_plan, IndexLeads};
 
 use crate::helpers::*;
@@ -65,7 +65,10 @@ async fn a_page_keeps_its_plan_until_an_index_gives_its_order() {
             .unwrap()
             .trim_matches('"')
     );
-    let leads = IndexLeads::default().of(&*client, &qualified).await.unwrap();
+    let leads = IndexLeads::default()
+        .of(&*client, &qualified)
+        .await
+        .unwrap();
     assert!(
         may_keep_plan(Some(&amount), &leads),
         "no index begins with Amount: {leads:?}"
@@ -83,7 +86,10 @@ async fn a_page_keeps_its_plan_until_an_index_gives_its_order() {
         )
         .await;
     assert_eq!(v.status, 200, "{:?}", v.body);
-    let leads = IndexLeads::default().of(&*client, &qualified).await.unwrap();
+    let leads = IndexLeads::default()
+        .of(&*client, &qualified)
+        .await
+        .unwrap();
     assert!(
         !may_keep_plan(Some(&amount), &leads),
         "the view's sort index begins with Amount: {leads:?}"
