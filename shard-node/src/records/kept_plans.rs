@@ -27,10 +27,13 @@ use deadpool_postgres::GenericClient;
 /// How long the first key columns of a table's indexes are trusted.
 pub const FRESH_FOR: Duration = Duration::from_secs(10);
 
+/// When a table's index leads were read, and what they were.
+type Read = (Instant, Arc<Vec<String>>);
+
 /// The first key of each index of a record table, by quoted table name.
 #[derive(Default, Clone)]
 pub struct IndexLeads {
-    tables: Arc<Mutex<HashMap<String, (Instant, Arc<Vec<String>>)>>>,
+    tables: Arc<Mutex<HashMap<String, Read>>>,
 }
 
 impl IndexLeads {
@@ -64,7 +67,7 @@ impl IndexLeads {
         Ok(leads)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Arc<Vec<String>>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Read>> {
         // A panic while holding the lock leaves only a stale entry.
         self.tables.lock().unwrap_or_else(|e| e.into_inner())
     }
