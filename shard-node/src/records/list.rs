@@ -7,9 +7,10 @@ use std::collections::{HashMap, HashSet};
 use axum::extract::{Path, Query, State};
 use filter_lang::{filter, parse_sort, Bookmark, BookmarkKey, FieldKey, Sort, SqlValue};
 use serde_json::Value;
-use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::types::ToSql;
 
 use super::kept_plans;
+use super::page_sql;
 use super::store::bind;
 use tokio_postgres::Row;
 
@@ -117,9 +118,9 @@ impl PageQuery<'_> {
         Ok(Some(bookmark.encode(&self.key)))
     }
 
-    /// The page in one prepared statement (`store::page_sql`).
+    /// The page in one prepared statement (`page_sql::page_sql`).
     async fn read_in_one(&self, client: &deadpool_postgres::Object) -> ApiResult<PageRows> {
-        let sql = store::page_sql(
+        let sql = page_sql::page_sql(
             self.table,
             &self.cells.exprs,
             &self.cells.joins,
@@ -140,7 +141,7 @@ impl PageQuery<'_> {
         Ok((rows, bookmark))
     }
 
-    /// The page in one statement ([`store::page_sql`], one round trip): for
+    /// The page in one statement ([`page_sql::page_sql`], one round trip): for
     /// cells without grouped reads. With `keep_plan`
     /// ([`kept_plans::may_keep_plan`]) it is prepared once per session and
     /// shape, and PostgreSQL keeps a generic plan when that plan costs no
@@ -152,7 +153,7 @@ impl PageQuery<'_> {
         client: &deadpool_postgres::Object,
         keep_plan: bool,
     ) -> ApiResult<PageRows> {
-        let sql = store::page_sql(
+        let sql = page_sql::page_sql(
             self.table,
             &self.cells.exprs,
             &self.cells.joins,
@@ -166,19 +167,15 @@ impl PageQuery<'_> {
         let rows = if keep_plan {
             store::query_prepared(client, &sql, &bound).await?
         } else {
-            let typed: Vec<(&(dyn ToSql + Sync), Type)> = bound
-                .iter()
-                .map(|(b, t)| (b.as_ref() as &(dyn ToSql + Sync), t.clone()))
-                .collect();
-            client.query_typed(&sql, &typed).await?
+            client.query_typed(&sql, &store::typed(&bound)).await?
         };
         let bookmark = self.bookmark(&rows, 5 + self.cell_columns)?;
         Ok((rows, bookmark))
     }
 
     /// The page in two statements: its rows planned for these values
-    /// (`store::page_ids_sql`, unprepared, one round trip), then their
-    /// cells under one kept plan (`store::page_cells_sql`; `cells` numbers
+    /// (`page_sql::page_ids_sql`, unprepared, one round trip), then their
+    /// cells under one kept plan (`page_sql::page_cells_sql`; `cells` numbers
     /// its values from `$4`). `None` when a row changed between the two
     /// (the caller reads in one statement).
     async fn read_in_two(
@@ -186,7 +183,7 @@ impl PageQuery<'_> {
         client: &deadpool_postgres::Object,
         cells: &Cells,
     ) -> ApiResult<Option<PageRows>> {
-        let sql = store::page_ids_sql(
+        let sql = page_sql::page_ids_sql(
             self.table,
             self.conditions,
             self.resume,
@@ -194,11 +191,7 @@ impl PageQuery<'_> {
             self.limit,
         );
         let bound = bind(self.values);
-        let typed: Vec<(&(dyn ToSql + Sync), Type)> = bound
-            .iter()
-            .map(|(b, t)| (b.as_ref() as &(dyn ToSql + Sync), t.clone()))
-            .collect();
-        let found = client.query_typed(&sql, &typed).await?;
+        let found = client.query_typed(&sql, &store::typed(&bound)).await?;
         let bookmark = self.bookmark(&found, 3)?;
         let on_page = &found[..self.take.min(found.len())];
         if on_page.is_empty() {
@@ -208,13 +201,13 @@ impl PageQuery<'_> {
             on_page.iter().map(|r| r.try_get::<_, &str>(i)).collect()
         };
         let (ids, tids, xmins) = (column(0)?, column(1)?, column(2)?);
-        let sql = store::page_cells_sql(self.table, &cells.exprs, &cells.joins);
+        let sql = page_sql::page_cells_sql(self.table, &cells.exprs, &cells.joins);
         let statement = client.prepare_cached(&sql).await?;
         let bound = bind(&cells.values);
         let mut refs: Vec<&(dyn ToSql + Sync)> = vec![&ids, &tids, &xmins];
         refs.extend(bound.iter().map(|(b, _)| b.as_ref() as &(dyn ToSql + Sync)));
         let rows = client.query(&statement, &refs).await?;
-        Ok(store::same_versions(&rows, on_page.len())?.then_some((rows, bookmark)))
+        Ok(page_sql::same_versions(&rows, on_page.len())?.then_some((rows, bookmark)))
     }
 }
 

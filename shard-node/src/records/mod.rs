@@ -22,6 +22,7 @@ pub mod kept_plans;
 pub mod list;
 pub mod list_params;
 pub mod page;
+pub mod page_sql;
 pub mod press;
 pub mod reply;
 pub mod statistics;

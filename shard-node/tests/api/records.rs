@@ -337,7 +337,7 @@ async fn a_row_changed_between_the_two_statements_of_a_filtered_page_is_read_aga
 }
 
 /// A page read in two statements finds its rows again by row version
-/// (`store::page_cells_sql`): in the order given, and without a row that
+/// (`page_sql::page_cells_sql`): in the order given, and without a row that
 /// changed after the first statement read it, so the caller can tell and
 /// read the page in one statement instead.
 #[tokio::test]
@@ -361,8 +361,8 @@ async fn page_cells_statement_finds_only_the_row_versions_it_was_given() {
     };
     let [ids, tids, xmins] = versions(app.pg.query(&read, &[]).await.unwrap());
     assert_eq!(ids.len(), 3);
-    let cells = shard_node::records::store::page_cells_sql(&table, &[], &[]);
-    let same = shard_node::records::store::same_versions;
+    let cells = shard_node::records::page_sql::page_cells_sql(&table, &[], &[]);
+    let same = shard_node::records::page_sql::same_versions;
     // The ids of the rows found as the version given, in reply order.
     let found = |rows: &[tokio_postgres::Row]| -> Vec<String> {
         rows.iter()

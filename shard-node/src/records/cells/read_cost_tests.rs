@@ -6,7 +6,6 @@ use serde_json::{json, Value};
 
 use super::tests::{field, table, DB, ITEMS};
 use super::{page_set, read_set};
-use crate::records::store;
 use crate::schema::expansion::{
     check_filter, expanded_cost, MAX_LOOKUP_CONDITION_COST, MAX_TABLE_CONDITION_COST, SUBQUERY_COST,
 };
@@ -77,7 +76,8 @@ pub(super) fn page_sql_len(schema: &DatabaseSchema) -> (usize, usize) {
     let plan = filter_lang::parse_sort("Code", &fs)
         .unwrap()
         .plan(&fs, "r", &mut params);
-    let page = store::page_sql(&qualified, &exprs, &joins, "TRUE", None, &plan, "51");
+    let page =
+        crate::records::page_sql::page_sql(&qualified, &exprs, &joins, "TRUE", None, &plan, "51");
     let set = read_set(schema, items, None);
     (page.len(), read.values().len() + set.values.len())
 }

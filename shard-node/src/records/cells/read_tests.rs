@@ -229,8 +229,9 @@ fn statements(schema: &DatabaseSchema, first: usize) -> (String, Vec<SqlValue>) 
     let exprs: Vec<String> = fields.iter().map(|f| f.expr.clone()).collect();
     let qualified = orders.qualified().unwrap();
     let one = store::select_list(&exprs);
-    let page = store::page_sql(&qualified, &exprs, &joins, "TRUE", None, &plan, "51");
-    let cells = store::page_cells_sql(&qualified, &exprs, &joins);
+    let page =
+        crate::records::page_sql::page_sql(&qualified, &exprs, &joins, "TRUE", None, &plan, "51");
+    let cells = crate::records::page_sql::page_cells_sql(&qualified, &exprs, &joins);
     let set = read_set(schema, orders, None);
     let reply = store::select_list(&set.exprs());
     let mut values = read.into_values();
