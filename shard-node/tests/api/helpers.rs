@@ -439,6 +439,25 @@ impl TestApp {
         let table = self.create_table(database_id, p, name).await;
         table["id"].as_str().unwrap().to_string()
     }
+
+    /// A field of `ty` named `name` in `table_id`; its id.
+    pub async fn create_field_id(
+        &self,
+        table_id: &str,
+        p: &Principal,
+        name: &str,
+        ty: &str,
+    ) -> String {
+        let r = self
+            .post(
+                &format!("/api/tables/{table_id}/fields"),
+                p,
+                serde_json::json!({"name": name, "type": ty}),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        r.body["field"]["id"].as_str().unwrap().to_string()
+    }
 }
 
 /// RFC 3339 UTC with exactly three fractional digits.

@@ -33,15 +33,7 @@ async fn a_page_keeps_its_plan_until_an_index_gives_its_order() {
     let table = app.create_table_id(&db, &owner, "T").await;
     let mut ids = std::collections::HashMap::new();
     for (name, ty) in [("Name", "single_line_text"), ("Amount", "number")] {
-        let r = app
-            .post(
-                &format!("/api/tables/{table}/fields"),
-                &owner,
-                json!({"name": name, "type": ty}),
-            )
-            .await;
-        assert_eq!(r.status, 200, "{:?}", r.body);
-        ids.insert(name, r.body["field"]["id"].as_str().unwrap().to_owned());
+        ids.insert(name, app.create_field_id(&table, &owner, name, ty).await);
     }
     let records: Vec<Value> = [("a", 1.5), ("b", 7.0), ("c", 3.25), ("d", 2.0), ("e", 12.0)]
         .iter()

@@ -315,14 +315,7 @@ async fn conditions_with_the_largest_numbers_read_back_exactly() {
     let (db, owner) = app.owned_database().await;
     let table = app.create_table(&db, &owner, "Tasks").await;
     let tid = table["id"].as_str().unwrap();
-    let r = app
-        .post(
-            &format!("/api/tables/{tid}/fields"),
-            &owner,
-            json!({"name": "Points", "type": "number"}),
-        )
-        .await;
-    let points = r.body["field"]["id"].as_str().unwrap().to_owned();
+    let points = app.create_field_id(tid, &owner, "Points", "number").await;
     let path = format!("/api/databases/{db}/webhooks");
     let r = app
         .post(
