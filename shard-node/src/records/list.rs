@@ -388,7 +388,7 @@ async fn page_of(
     };
     crate::schema::expansion::check_filter(&flt, &fschema)?;
     let mut params = filter_lang::Params::new(1);
-    let where_sql = filter::compile(&flt, &fschema, &env, "r", &mut params);
+    let where_sql = filter::compile_where(&flt, &fschema, &env, "r", &mut params);
     let search_sql = match p.search.as_deref().map(str::trim) {
         Some(term) if term.contains('\0') => {
             return Err(ApiError::bad_request(

@@ -58,8 +58,16 @@ pub fn page_sql(
         select.push_str(", ");
         select.push_str(&b);
     }
+    // Every row that passes the conditions is copied into the top-N sort
+    // with these columns: the id is there once, as the plan's own id
+    // column, except where the grouped reads join on `"__pg".id`.
+    let columns = if joins.is_empty() {
+        "r.ctid AS \"__tid\""
+    } else {
+        "r.id, r.ctid AS \"__tid\""
+    };
     let inner = plan.page_sql(
-        "r.id, r.ctid AS \"__tid\"",
+        columns,
         &format!("{table} AS r"),
         &format!("r.deleted_at IS NULL AND {conditions}"),
         resume,
@@ -112,15 +120,16 @@ pub fn page_ids_sql(
     limit: &str,
 ) -> String {
     let inner = plan.page_sql(
-        "r.id, r.ctid AS \"__tid\", r.xmin AS \"__xmin\"",
+        "r.ctid AS \"__tid\", r.xmin AS \"__xmin\"",
         &format!("{table} AS r"),
         &format!("r.deleted_at IS NULL AND {conditions}"),
         resume,
         limit,
     );
     let outer = plan.over("__ids");
-    let mut columns =
-        String::from("\"__ids\".id, \"__ids\".\"__tid\"::text, \"__ids\".\"__xmin\"::text");
+    let mut columns = String::from(
+        "\"__ids\".\"__fl_id\", \"__ids\".\"__tid\"::text, \"__ids\".\"__xmin\"::text",
+    );
     for b in outer.bookmark_columns() {
         columns.push_str(", ");
         columns.push_str(&b);

@@ -1,7 +1,9 @@
 //! AST -> SQL. Only fixed SQL text, quoted identifiers from the schema, and
-//! placeholders from [`Params`]. Every condition compiles to an expression
-//! that is TRUE or FALSE, never NULL, so callers may also select it or
-//! negate it.
+//! placeholders from [`Params`]. [`compile`]: every condition compiles to an
+//! expression that is TRUE or FALSE, never NULL, so callers may also select
+//! it or negate it. [`compile_where`]: the same filter for a WHERE clause
+//! only, where NULL reads as FALSE, so comparisons drop their
+//! `IS NOT NULL` guards.
 
 use super::{ChoiceRef, Condition, Filter, Group, Join, Node, Operand};
 use crate::dates::{start_of_day, Resolved};
@@ -30,14 +32,63 @@ pub fn compile(
     row_alias: &str,
     params: &mut Params,
 ) -> String {
+    compile_with(filter, schema, env, row_alias, params, Nulls::Never)
+}
+
+/// [`compile`] for a WHERE clause (or an `AND` conjunct of one) and nothing
+/// else: a condition on an empty cell may be NULL where [`compile`]'s is
+/// FALSE, which a WHERE clause reads alike, so a comparison is `e > $1`
+/// rather than `(e IS NOT NULL AND e > $1)`: one test less per row scanned,
+/// and a rollup's subquery evaluated once rather than twice. The compiler
+/// negates a condition only inside `NOT EXISTS (...)`, whose own WHERE reads
+/// NULL as FALSE too; the caller must not select or negate the result.
+pub fn compile_where(
+    filter: &Filter,
+    schema: &Schema,
+    env: &Env,
+    row_alias: &str,
+    params: &mut Params,
+) -> String {
+    compile_with(filter, schema, env, row_alias, params, Nulls::AsFalse)
+}
+
+fn compile_with(
+    filter: &Filter,
+    schema: &Schema,
+    env: &Env,
+    row_alias: &str,
+    params: &mut Params,
+    nulls: Nulls,
+) -> String {
     let c = Compiler {
         schema,
         env,
         row: quote_ident(row_alias),
         depth: 0,
+        nulls,
     };
     c.group(&filter.root, params)
         .unwrap_or_else(|| "TRUE".to_owned())
+}
+
+/// What a condition may yield for an empty cell.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Nulls {
+    /// FALSE (or TRUE for the negated operators), never NULL.
+    Never,
+    /// NULL where the answer is FALSE: only for a WHERE clause.
+    AsFalse,
+}
+
+impl Nulls {
+    /// `rest`, a test strict in `e` (NULL when `e` is), made FALSE for an
+    /// empty `e` when conditions must never be NULL.
+    fn present(self, e: &str, rest: &str) -> String {
+        match self {
+            Nulls::Never => format!("({e} IS NOT NULL AND {rest})"),
+            Nulls::AsFalse => format!("({rest})"),
+        }
+    }
 }
 
 struct Compiler<'a> {
@@ -47,6 +98,7 @@ struct Compiler<'a> {
     row: String,
     /// Nesting of `conditions` (0: the caller's table); picks the aliases.
     depth: usize,
+    nulls: Nulls,
 }
 
 const TRUE: &str = "TRUE";
@@ -81,17 +133,19 @@ impl Compiler<'_> {
         let field = &self.schema.fields[c.field];
         let col = field.column_sql(&self.row);
         match &field.storage {
-            Storage::Text | Storage::LongText => text(&col, c.op, &c.operand, params),
-            Storage::Number => number(&col, c.op, &c.operand, params),
+            Storage::Text | Storage::LongText => text(&col, c.op, &c.operand, self.nulls, params),
+            Storage::Number => number(&col, c.op, &c.operand, self.nulls, params),
             Storage::Date { include_time } => {
-                date(&col, *include_time, c.op, &c.operand, self.env, params)
+                date(&col, *include_time, c.op, &c.operand, self.env, self.nulls, params)
             }
             Storage::Checkbox => checkbox(&col, &c.operand),
-            Storage::SingleSelect { .. } => single_select(&col, c.op, &c.operand, params),
-            Storage::MultiSelect { .. } => {
-                multi_select(&col, field.is_multi_member(), c.op, &c.operand, params)
+            Storage::SingleSelect { .. } => {
+                single_select(&col, c.op, &c.operand, self.nulls, params)
             }
-            Storage::Attachment => list_emptiness(&col, c.op),
+            Storage::MultiSelect { .. } => {
+                multi_select(&col, field.is_multi_member(), c.op, &c.operand, self.nulls, params)
+            }
+            Storage::Attachment => list_emptiness(&col, c.op, self.nulls),
             Storage::Link(link) => self.link(link, c.op, &c.operand, params),
             Storage::Lookup {
                 link,
@@ -140,9 +194,11 @@ impl Compiler<'_> {
         params: &mut Params,
     ) -> String {
         match storage {
-            Storage::Text | Storage::LongText => text(e, op, v, params),
-            Storage::Number => number(e, op, v, params),
-            Storage::Date { include_time } => date(e, *include_time, op, v, self.env, params),
+            Storage::Text | Storage::LongText => text(e, op, v, self.nulls, params),
+            Storage::Number => number(e, op, v, self.nulls, params),
+            Storage::Date { include_time } => {
+                date(e, *include_time, op, v, self.env, self.nulls, params)
+            }
             Storage::Checkbox => checkbox(e, v),
             _ => FALSE.to_owned(),
         }
@@ -173,6 +229,7 @@ impl Compiler<'_> {
                     env: self.env,
                     row: target.clone(),
                     depth: self.depth + 1,
+                    nulls: self.nulls,
                 }
                 .group(&c.filter.root, params)
             })
@@ -275,47 +332,47 @@ fn cmp_sql(op: Op) -> &'static str {
     }
 }
 
-/// `e OP p` made NULL-free: `is_not` also matches empty cells, every other
-/// comparison never does.
-fn compare(e: &str, op: Op, p: &str) -> String {
+/// `e OP p`: `is_not` also matches empty cells, every other comparison
+/// never does.
+fn compare(e: &str, op: Op, p: &str, nulls: Nulls) -> String {
     if op == Op::IsNot {
         format!("({e} IS NULL OR {e} <> {p})")
     } else {
-        format!("({e} IS NOT NULL AND {e} {} {p})", cmp_sql(op))
+        nulls.present(e, &format!("{e} {} {p}", cmp_sql(op)))
     }
 }
 
-fn text(e: &str, op: Op, v: &Operand, params: &mut Params) -> String {
+fn text(e: &str, op: Op, v: &Operand, nulls: Nulls, params: &mut Params) -> String {
     let value = match v {
         Operand::Text(s) => s.clone(),
         _ => String::new(),
     };
     match op {
         Op::Empty => format!("({e} IS NULL OR {e} = '')"),
-        Op::NotEmpty => format!("({e} IS NOT NULL AND {e} <> '')"),
+        Op::NotEmpty => nulls.present(e, &format!("{e} <> ''")),
         Op::Contains | Op::NotContains => {
             let p = params.push(SqlValue::Text(contains_pattern(&value)));
             if op == Op::Contains {
-                format!("({e} IS NOT NULL AND {e} ILIKE {p} ESCAPE E'\\\\')")
+                nulls.present(e, &format!("{e} ILIKE {p} ESCAPE E'\\\\'"))
             } else {
                 format!("({e} IS NULL OR {e} NOT ILIKE {p} ESCAPE E'\\\\')")
             }
         }
         Op::Is | Op::IsNot => {
             let p = params.push(SqlValue::Text(value));
-            compare(e, op, &p)
+            compare(e, op, &p, nulls)
         }
         _ => FALSE.to_owned(),
     }
 }
 
-fn number(e: &str, op: Op, v: &Operand, params: &mut Params) -> String {
+fn number(e: &str, op: Op, v: &Operand, nulls: Nulls, params: &mut Params) -> String {
     match (op, v) {
         (Op::Empty, _) => format!("({e} IS NULL)"),
         (Op::NotEmpty, _) => format!("({e} IS NOT NULL)"),
         (_, Operand::Number(n)) => {
             let p = params.push(SqlValue::Numeric(n.clone()));
-            compare(e, op, &p)
+            compare(e, op, &p, nulls)
         }
         _ => FALSE.to_owned(),
     }
@@ -327,6 +384,7 @@ fn date(
     op: Op,
     v: &Operand,
     env: &Env,
+    nulls: Nulls,
     params: &mut Params,
 ) -> String {
     let operand = match (op, v) {
@@ -338,11 +396,11 @@ fn date(
     match operand {
         Resolved::Day(d) if !include_time => {
             let p = params.push(SqlValue::Date(d));
-            compare(e, op, &p)
+            compare(e, op, &p, nulls)
         }
         Resolved::Instant(t) => {
             let p = params.push(SqlValue::Timestamp(t));
-            compare(e, op, &p)
+            compare(e, op, &p, nulls)
         }
         // A bare date against a date-with-time: the whole day in the
         // database timezone, [start, end).
@@ -356,16 +414,16 @@ fn date(
             match op {
                 Op::Is => {
                     let (s, en) = (ts(start), ts(end));
-                    format!("({e} IS NOT NULL AND {e} >= {s} AND {e} < {en})")
+                    nulls.present(e, &format!("{e} >= {s} AND {e} < {en}"))
                 }
                 Op::IsNot => {
                     let (s, en) = (ts(start), ts(end));
                     format!("({e} IS NULL OR {e} < {s} OR {e} >= {en})")
                 }
-                Op::Before => format!("({e} IS NOT NULL AND {e} < {})", ts(start)),
-                Op::OnOrAfter => format!("({e} IS NOT NULL AND {e} >= {})", ts(start)),
-                Op::After => format!("({e} IS NOT NULL AND {e} >= {})", ts(end)),
-                Op::OnOrBefore => format!("({e} IS NOT NULL AND {e} < {})", ts(end)),
+                Op::Before => nulls.present(e, &format!("{e} < {}", ts(start))),
+                Op::OnOrAfter => nulls.present(e, &format!("{e} >= {}", ts(start))),
+                Op::After => nulls.present(e, &format!("{e} >= {}", ts(end))),
+                Op::OnOrBefore => nulls.present(e, &format!("{e} < {}", ts(end))),
                 _ => FALSE.to_owned(),
             }
         }
@@ -398,16 +456,16 @@ fn resolved_ids(list: &[ChoiceRef]) -> (Vec<String>, bool) {
     (ids, unresolved)
 }
 
-fn single_select(e: &str, op: Op, v: &Operand, params: &mut Params) -> String {
+fn single_select(e: &str, op: Op, v: &Operand, nulls: Nulls, params: &mut Params) -> String {
     match (op, v) {
         (Op::Empty, _) => format!("({e} IS NULL OR {e} = '')"),
-        (Op::NotEmpty, _) => format!("({e} IS NOT NULL AND {e} <> '')"),
+        (Op::NotEmpty, _) => nulls.present(e, &format!("{e} <> ''")),
         // The sentinel: positive operators match nothing, negated all.
         (Op::Is, Operand::Choice(ChoiceRef::Unresolved)) => FALSE.to_owned(),
         (Op::IsNot, Operand::Choice(ChoiceRef::Unresolved)) => TRUE.to_owned(),
         (Op::Is | Op::IsNot, Operand::Choice(ChoiceRef::Id(id))) => {
             let p = params.push(SqlValue::Text(id.clone()));
-            compare(e, op, &p)
+            compare(e, op, &p, nulls)
         }
         (Op::AnyOf | Op::NoneOf, Operand::Choices(list)) => {
             let (ids, _) = resolved_ids(list);
@@ -416,7 +474,7 @@ fn single_select(e: &str, op: Op, v: &Operand, params: &mut Params) -> String {
                 (_, true) => TRUE.to_owned(),
                 (Op::AnyOf, false) => {
                     let p = params.push(SqlValue::TextArray(ids));
-                    format!("({e} IS NOT NULL AND {e} = ANY({p}))")
+                    nulls.present(e, &format!("{e} = ANY({p})"))
                 }
                 (_, false) => {
                     let p = params.push(SqlValue::TextArray(ids));
@@ -428,17 +486,24 @@ fn single_select(e: &str, op: Op, v: &Operand, params: &mut Params) -> String {
     }
 }
 
-fn list_emptiness(e: &str, op: Op) -> String {
+fn list_emptiness(e: &str, op: Op, nulls: Nulls) -> String {
     match op {
         Op::Empty => format!("({e} IS NULL OR cardinality({e}) = 0)"),
-        Op::NotEmpty => format!("({e} IS NOT NULL AND cardinality({e}) > 0)"),
+        Op::NotEmpty => nulls.present(e, &format!("cardinality({e}) > 0")),
         _ => FALSE.to_owned(),
     }
 }
 
-fn multi_select(e: &str, multi_member: bool, op: Op, v: &Operand, params: &mut Params) -> String {
+fn multi_select(
+    e: &str,
+    multi_member: bool,
+    op: Op,
+    v: &Operand,
+    nulls: Nulls,
+    params: &mut Params,
+) -> String {
     if matches!(op, Op::Empty | Op::NotEmpty) {
-        return list_emptiness(e, op);
+        return list_emptiness(e, op, nulls);
     }
     if multi_member {
         // Member lists are not choices: set operators are not meaningful.
@@ -456,7 +521,7 @@ fn multi_select(e: &str, multi_member: bool, op: Op, v: &Operand, params: &mut P
         Op::HasAny if ids.is_empty() => FALSE.to_owned(),
         Op::HasAny => {
             let p = params.push(SqlValue::TextArray(ids));
-            format!("({e} IS NOT NULL AND {e} && {p})")
+            nulls.present(e, &format!("{e} && {p}"))
         }
         Op::HasNone if ids.is_empty() => TRUE.to_owned(),
         Op::HasNone => {
@@ -467,12 +532,12 @@ fn multi_select(e: &str, multi_member: bool, op: Op, v: &Operand, params: &mut P
         Op::HasAll if ids.is_empty() => TRUE.to_owned(),
         Op::HasAll => {
             let p = params.push(SqlValue::TextArray(ids));
-            format!("({e} IS NOT NULL AND {e} @> {p})")
+            nulls.present(e, &format!("{e} @> {p}"))
         }
         Op::IsExactly if ids.is_empty() => FALSE.to_owned(),
         Op::IsExactly => {
             let p = params.push(SqlValue::TextArray(ids));
-            format!("({e} IS NOT NULL AND {e} @> {p} AND {e} <@ {p})")
+            nulls.present(e, &format!("{e} @> {p} AND {e} <@ {p}"))
         }
         _ => FALSE.to_owned(),
     }

@@ -5,7 +5,7 @@
 mod compile;
 mod parse;
 
-pub use compile::compile;
+pub use compile::{compile, compile_where};
 pub use parse::{parse, parse_value, FieldKey};
 
 use crate::dates::DateOperand;

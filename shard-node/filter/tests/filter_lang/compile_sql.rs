@@ -506,3 +506,38 @@ fn groups_and_numbering() {
         2
     );
 }
+
+/// `compile_where` drops the `IS NOT NULL` guards of strict tests and keeps
+/// every test that matches empty cells (`is_not`, `empty`, `is false`);
+/// `postgres.rs` checks that both forms select the same rows.
+#[test]
+fn where_only_form() {
+    let v = json!({"join": "or", "conditions": [
+        {"field": "Name", "op": "contains", "value": "a"},
+        {"field": "Name", "op": "is_not", "value": "b"},
+        {"join": "and", "conditions": [
+            {"field": "Price", "op": "greater", "value": 1},
+            {"field": "Done", "op": "is", "value": false},
+            {"field": "Stage", "op": "empty"}
+        ]}
+    ]});
+    let s = schema();
+    let f = filter::parse_value(&v, &s, &env()).unwrap();
+    let (mut p, mut pw) = (Params::new(1), Params::new(1));
+    let sql = filter::compile(&f, &s, &env(), "r", &mut p);
+    let where_sql = filter::compile_where(&f, &s, &env(), "r", &mut pw);
+    let (n, pr, d, st) = (col(NAME), col(PRICE), col(DONE), col(STAGE));
+    assert_eq!(
+        sql,
+        format!(
+            "(({n} IS NOT NULL AND {n} ILIKE $1::text ESCAPE E'\\\\') OR ({n} IS NULL OR {n} <> $2::text) OR (({pr} IS NOT NULL AND {pr} > $3::numeric) AND ({d} IS NOT TRUE) AND ({st} IS NULL OR {st} = '')))"
+        )
+    );
+    assert_eq!(
+        where_sql,
+        format!(
+            "(({n} ILIKE $1::text ESCAPE E'\\\\') OR ({n} IS NULL OR {n} <> $2::text) OR (({pr} > $3::numeric) AND ({d} IS NOT TRUE) AND ({st} IS NULL OR {st} = '')))"
+        )
+    );
+    assert_eq!(p.values(), pw.values());
+}

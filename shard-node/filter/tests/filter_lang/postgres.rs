@@ -432,6 +432,25 @@ async fn random_filters_execute(c: &Client, r: &mut Rng) {
         )
         .await;
         assert_eq!(rows[0].get::<_, i64>(0), 0, "NULL from {v}: {sql}");
+        // The WHERE-only form selects the same rows.
+        let selected = |sql: String, p: Params| async move {
+            query(
+                c,
+                &format!("SELECT r.id FROM s.records AS r WHERE {sql} ORDER BY r.id"),
+                p.values(),
+            )
+            .await
+            .iter()
+            .map(|row| row.get::<_, String>(0))
+            .collect::<Vec<_>>()
+        };
+        let mut pw = Params::new(1);
+        let where_sql = filter::compile_where(&f, &s, &e, "r", &mut pw);
+        assert_eq!(
+            selected(sql.clone(), p).await,
+            selected(where_sql.clone(), pw).await,
+            "{v}: {sql} against {where_sql}"
+        );
         ran += 1;
     }
     assert!(ran > 150, "only {ran} random filters were valid");
@@ -446,15 +465,26 @@ pub async fn ids_in(c: &Client, s: &Schema, v: serde_json::Value) -> BTreeSet<St
     let f = filter::parse_value(&v, s, &env()).unwrap_or_else(|e| panic!("{v}: {e}"));
     let mut p = Params::new(1);
     let sql = filter::compile(&f, s, &env(), "r", &mut p);
-    query(
-        c,
-        &format!("SELECT r.id FROM s.records AS r WHERE r.deleted_at IS NULL AND {sql}"),
-        p.values(),
-    )
-    .await
-    .iter()
-    .map(|row| row.get(0))
-    .collect()
+    let mut pw = Params::new(1);
+    let where_sql = filter::compile_where(&f, s, &env(), "r", &mut pw);
+    let mut selected = Vec::new();
+    for (sql, p) in [(&sql, p), (&where_sql, pw)] {
+        let ids: BTreeSet<String> = query(
+            c,
+            &format!("SELECT r.id FROM s.records AS r WHERE r.deleted_at IS NULL AND {sql}"),
+            p.values(),
+        )
+        .await
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+        selected.push(ids);
+    }
+    assert_eq!(
+        selected[0], selected[1],
+        "{v}: compile_where selects other rows ({where_sql})"
+    );
+    selected.swap_remove(0)
 }
 
 #[track_caller]
