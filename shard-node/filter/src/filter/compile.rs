@@ -135,16 +135,27 @@ impl Compiler<'_> {
         match &field.storage {
             Storage::Text | Storage::LongText => text(&col, c.op, &c.operand, self.nulls, params),
             Storage::Number => number(&col, c.op, &c.operand, self.nulls, params),
-            Storage::Date { include_time } => {
-                date(&col, *include_time, c.op, &c.operand, self.env, self.nulls, params)
-            }
+            Storage::Date { include_time } => date(
+                &col,
+                *include_time,
+                c.op,
+                &c.operand,
+                self.env,
+                self.nulls,
+                params,
+            ),
             Storage::Checkbox => checkbox(&col, &c.operand),
             Storage::SingleSelect { .. } => {
                 single_select(&col, c.op, &c.operand, self.nulls, params)
             }
-            Storage::MultiSelect { .. } => {
-                multi_select(&col, field.is_multi_member(), c.op, &c.operand, self.nulls, params)
-            }
+            Storage::MultiSelect { .. } => multi_select(
+                &col,
+                field.is_multi_member(),
+                c.op,
+                &c.operand,
+                self.nulls,
+                params,
+            ),
             Storage::Attachment => list_emptiness(&col, c.op, self.nulls),
             Storage::Link(link) => self.link(link, c.op, &c.operand, params),
             Storage::Lookup {
