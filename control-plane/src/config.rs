@@ -18,6 +18,10 @@ pub const MAX_LOOKUP_IDS: usize = 1000;
 /// as documented in `liveness`).
 pub const REDIS_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How often the mover sweeps `tmv_%` leftovers off the shard instances
+/// (besides at start and after every move; docs/moves.md).
+pub const ORPHAN_SWEEP_INTERVAL: Duration = Duration::from_secs(60);
+
 /// A value that must never reach a log: `Debug` prints `Secret(***)`.
 #[derive(Clone)]
 pub struct Secret(String);
@@ -61,6 +65,9 @@ pub struct MoveConfig {
     /// Role the mover connects to shard instances as (a superuser).
     pub admin_user: String,
     pub admin_password: Option<Secret>,
+    /// Path, on every shard instance's host, of the libpq password file a
+    /// move's subscription reads the password from (never in its SQL text).
+    pub replication_passfile: Option<String>,
     /// Longest hold of a database's requests at cutover (default per move).
     pub pause_budget: Duration,
     /// Cutover attempts before a move is aborted.
@@ -82,6 +89,7 @@ impl Default for MoveConfig {
         Self {
             admin_user: "postgres".to_string(),
             admin_password: None,
+            replication_passfile: None,
             pause_budget: Duration::from_millis(400),
             cutover_attempts: 3,
             per_shard: 2,
@@ -102,6 +110,9 @@ impl MoveConfig {
                 .ok()
                 .filter(|v| !v.is_empty())
                 .map(Secret::new),
+            replication_passfile: std::env::var("MOVE_REPLICATION_PASSFILE")
+                .ok()
+                .filter(|v| !v.trim().is_empty()),
             pause_budget: millis("MOVE_PAUSE_BUDGET_MS", d.pause_budget)?,
             cutover_attempts: number("MOVE_CUTOVER_ATTEMPTS", d.cutover_attempts)?,
             per_shard: number("MOVES_PER_SHARD", d.per_shard)?,

@@ -1,9 +1,10 @@
 //! Disturbing the whole test cluster, for the `chaos-tests` package (its
 //! tests run one at a time): `kill -9` of one component by its pid file
 //! (`DEV_CLUSTER_DIR/run/<component>.pid`: `router`, `control-plane`,
-//! `shard-<i>`, `redis`) and `deploy/dev-cluster up` to start whatever is
-//! not running, or to grow the cluster (`SHARDS=N`). Never used by the
-//! parallel e2e suite.
+//! `shard-<i>`, `redis`), a fast shutdown of one PostgreSQL instance
+//! (`pg/<instance>/postmaster.pid`), and `deploy/dev-cluster up` to start
+//! whatever is not running, or to grow the cluster (`SHARDS=N`). Never
+//! used by the parallel e2e suite.
 
 use std::time::{Duration, Instant};
 
@@ -56,6 +57,30 @@ pub fn kill9(component: &str) {
         std::thread::sleep(Duration::from_millis(20));
     }
     eprintln!("chaos: killed {component} (pid {pid})");
+}
+
+/// A fast shutdown (SIGINT to the postmaster) of PostgreSQL instance
+/// `instance` (`control`, `shard-<i>`); returns once it is gone.
+/// `dev_cluster_up` starts it again.
+pub fn stop_postgres(instance: &str) {
+    let path = format!("{}/pg/{instance}/postmaster.pid", cluster_dir());
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+    let pid: u32 = text
+        .lines()
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{path} starts with the postmaster's pid"));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -INT {pid} (postgres {instance})");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while alive(pid) {
+        assert!(Instant::now() < deadline, "postgres {instance} did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("chaos: stopped postgres {instance} (pid {pid})");
 }
 
 /// `deploy/dev-cluster up` on the running test cluster: starts whatever

@@ -222,8 +222,21 @@ async fn shards(c: &ControlPlaneClient, cmd: ShardsCmd) -> anyhow::Result<Output
             name,
             url,
             postgres,
+            postgres_env,
+            postgres_stdin,
             weight,
         } => {
+            let source = dsn::DsnSource {
+                argv: postgres,
+                env: postgres_env,
+                stdin: postgres_stdin,
+            };
+            let postgres = dsn::resolve(
+                source,
+                |var| std::env::var(var).ok(),
+                std::io::stdin().lock(),
+                |warning| eprintln!("{warning}"),
+            )?;
             let s = c
                 .add_shard(&AddShard {
                     name,

@@ -2,6 +2,7 @@
 //! the "Operator contract" in ARCHITECTURE.md. Every command takes `--json`
 //! and then prints exactly one JSON object on stdout.
 
+mod dsn;
 mod exec;
 mod moves;
 mod table;
@@ -172,7 +173,9 @@ pub enum SupportCmd {
 pub enum ShardsCmd {
     /// List shards; prints {"shards":[...]}.
     List,
-    /// Register a shard.
+    /// Register a shard. The DSN of its PostgreSQL comes from exactly one
+    /// of --postgres-env, --postgres-stdin or --postgres.
+    #[command(group(clap::ArgGroup::new("dsn").required(true).args(["postgres", "postgres_env", "postgres_stdin"])))]
     Add {
         /// Unique shard name.
         #[arg(long)]
@@ -180,9 +183,17 @@ pub enum ShardsCmd {
         /// Base URL of the shard node.
         #[arg(long)]
         url: String,
-        /// DSN of the shard's PostgreSQL.
+        /// DSN of the shard's PostgreSQL. Any local user can read it in the
+        /// process list: with a password, prefer --postgres-env or
+        /// --postgres-stdin (a warning says so).
+        #[arg(long, value_name = "DSN")]
+        postgres: Option<String>,
+        /// Name of the environment variable holding the DSN.
+        #[arg(long, value_name = "VAR")]
+        postgres_env: Option<String>,
+        /// Read the DSN from the first line of standard input.
         #[arg(long)]
-        postgres: String,
+        postgres_stdin: bool,
         /// Relative share of new databases (default 100).
         #[arg(long, default_value_t = 100)]
         weight: u32,

@@ -174,3 +174,30 @@ fn the_step_delay_hook_is_hidden() {
     assert!(help.contains("--pause-budget-ms"));
     assert!(!help.contains("step-delay"));
 }
+
+#[test]
+fn shards_add_takes_the_dsn_from_exactly_one_place() {
+    let base = ["shards", "add", "--name", "s1", "--url", "http://x"];
+    let with = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        Cli::try_parse_from(std::iter::once("control-plane").chain(args))
+    };
+    let Command::Shards(ShardsCmd::Add {
+        postgres_env,
+        postgres,
+        postgres_stdin,
+        ..
+    }) = with(&["--postgres-env", "SHARD_DSN"]).expect("parses").command
+    else {
+        panic!("shards add")
+    };
+    assert_eq!(postgres_env.as_deref(), Some("SHARD_DSN"));
+    assert!(postgres.is_none() && !postgres_stdin);
+    assert!(with(&["--postgres-stdin"]).is_ok());
+    assert!(with(&["--postgres", "postgres://y"]).is_ok());
+    assert!(with(&[]).is_err(), "a DSN source is required");
+    assert!(
+        with(&["--postgres", "postgres://y", "--postgres-stdin"]).is_err(),
+        "only one source"
+    );
+}

@@ -81,7 +81,13 @@ pub async fn connect(shard: &Shard, knobs: &MoveConfig) -> anyhow::Result<Admin>
 
 /// A libpq connection string (`key='value' ...`) for `CREATE SUBSCRIPTION`
 /// on another instance: the subscriber connects to the publisher with it.
-pub fn conninfo(cfg: &Config) -> anyhow::Result<String> {
+///
+/// It never holds a password: PostgreSQL logs a failed statement's text,
+/// and keeps the conninfo in `pg_subscription`. The subscriber's server
+/// reads the password from `passfile` (`MOVE_REPLICATION_PASSFILE`, a
+/// libpq password file on the target instance's host), or the publisher
+/// authenticates it without one (docs/moves.md, "Administrator connections").
+pub fn conninfo(cfg: &Config, passfile: Option<&str>) -> anyhow::Result<String> {
     let mut parts = Vec::new();
     match cfg.get_hosts().first() {
         Some(Host::Tcp(h)) => parts.push(("host", h.clone())),
@@ -98,9 +104,8 @@ pub fn conninfo(cfg: &Config) -> anyhow::Result<String> {
     if let Some(user) = cfg.get_user() {
         parts.push(("user", user.to_string()));
     }
-    if let Some(pw) = cfg.get_password().filter(|p| !p.is_empty()) {
-        let pw = std::str::from_utf8(pw).context("the admin password is not UTF-8")?;
-        parts.push(("password", pw.to_string()));
+    if let Some(file) = passfile.filter(|f| !f.is_empty()) {
+        parts.push(("passfile", file.to_string()));
     }
     Ok(parts
         .iter()
@@ -114,9 +119,11 @@ fn libpq_value(v: &str) -> String {
     format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
-/// The conninfo as a literal for DDL text.
-pub fn conninfo_literal(cfg: &Config) -> anyhow::Result<String> {
-    Ok(quote_literal(&conninfo(cfg)?))
+/// The conninfo of the subscription to `source_dsn`, as a literal for DDL.
+pub fn conninfo_literal(source_dsn: &str, knobs: &MoveConfig) -> anyhow::Result<String> {
+    let cfg = config(source_dsn, knobs)?;
+    let passfile = knobs.replication_passfile.as_deref();
+    Ok(quote_literal(&conninfo(&cfg, passfile)?))
 }
 
 #[cfg(test)]
@@ -142,7 +149,7 @@ mod tests {
         assert_eq!(cfg.get_user(), Some("postgres"));
         assert_eq!(cfg.get_password(), Some(&b""[..]));
         assert_eq!(
-            conninfo(&cfg).unwrap(),
+            conninfo(&cfg, None).unwrap(),
             "host='127.0.0.1' port='28402' dbname='cluster' user='postgres'"
         );
     }
@@ -151,17 +158,35 @@ mod tests {
     fn conninfo_escapes_and_quotes() {
         let cfg = config(
             "host=db.internal port=5433 dbname=cluster user=x",
-            &knobs(Some("p'w\\d")),
+            &knobs(Some("pw")),
         )
         .unwrap();
-        let info = conninfo(&cfg).unwrap();
+        let info = conninfo(&cfg, Some("/etc/p'w\\d")).unwrap();
         assert_eq!(
             info,
-            "host='db.internal' port='5433' dbname='cluster' user='postgres' password='p\\'w\\\\d'"
+            "host='db.internal' port='5433' dbname='cluster' user='postgres' passfile='/etc/p\\'w\\\\d'"
         );
-        let lit = conninfo_literal(&cfg).unwrap();
-        assert!(lit.starts_with("E'host="));
-        assert!(lit.contains("password=''p\\\\''w"));
+    }
+
+    /// PostgreSQL logs a failed statement's text: the subscription's
+    /// conninfo names the passfile, never a password.
+    #[test]
+    fn the_subscription_conninfo_carries_no_password() {
+        let dsn = "postgres://tabula_shard:own-pw@db:5432/cluster";
+        let mut k = knobs(Some("s3cr3t-pw"));
+        k.replication_passfile = Some("/etc/tabula/replication/pgpass".into());
+        let lit = conninfo_literal(dsn, &k).unwrap();
+        assert!(!lit.contains("s3cr3t-pw") && !lit.contains("own-pw"), "{lit}");
+        assert!(!lit.contains("password"), "{lit}");
+        assert!(
+            lit.contains("passfile=''/etc/tabula/replication/pgpass''"),
+            "{lit}"
+        );
+        k.replication_passfile = None;
+        assert_eq!(
+            conninfo_literal(dsn, &k).unwrap(),
+            "'host=''db'' port=''5432'' dbname=''cluster'' user=''postgres'''"
+        );
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub async fn run(ctx: &Ctx) -> anyhow::Result<bool> {
     let copy = schema_copy::introspect(&*source, &ctx.database_id).await?;
     schema_copy::create_before_copy(&mut target.client, &ctx.database_id, &copy).await?;
     replication::create_publication(&*source, &ctx.name, &ctx.database_id).await?;
-    let conninfo = admin::conninfo_literal(&admin::config(&ctx.from.postgres, &ctx.knobs)?)?;
+    let conninfo = admin::conninfo_literal(&ctx.from.postgres, &ctx.knobs)?;
     replication::create_subscription(&*target, &ctx.name, &conninfo).await?;
     if !wait_copied(ctx, &source, &target).await? {
         return Ok(false);

@@ -39,7 +39,7 @@ use cluster_protocol::control::MoveState;
 use tokio::task::JoinHandle;
 
 use crate::catalog::moves::{self, MoveRow};
-use crate::config::Secret;
+use crate::config::{Secret, ORPHAN_SWEEP_INTERVAL};
 use crate::AppState;
 
 /// How often the mover looks for work when nobody wakes it.
@@ -83,9 +83,15 @@ pub fn spawn(state: AppState, catalog_dsn: Secret) -> JoinHandle<()> {
 }
 
 async fn run(state: AppState, catalog_dsn: Arc<Secret>) {
+    if state.moves.admin_password.is_some() && state.moves.replication_passfile.is_none() {
+        tracing::warn!(
+            "mover: MOVE_ADMIN_PASSWORD is set but MOVE_REPLICATION_PASSFILE is not: a move's subscription connects to its source without a password (docs/moves.md)"
+        );
+    }
     if let Err(e) = orphans::sweep(&state).await {
         tracing::warn!(error = format!("{e:#}"), "mover: orphan sweep failed");
     }
+    let mut swept = tokio::time::Instant::now();
     let mut driving: HashMap<String, JoinHandle<bool>> = HashMap::new();
     loop {
         let ended: Vec<String> = driving
@@ -99,7 +105,8 @@ async fn run(state: AppState, catalog_dsn: Arc<Secret>) {
                 finished_any |= h.await.unwrap_or(false);
             }
         }
-        if finished_any {
+        if finished_any || swept.elapsed() >= ORPHAN_SWEEP_INTERVAL {
+            swept = tokio::time::Instant::now();
             if let Err(e) = orphans::sweep(&state).await {
                 tracing::warn!(error = format!("{e:#}"), "mover: orphan sweep failed");
             }

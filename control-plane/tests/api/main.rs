@@ -12,4 +12,5 @@ mod keys;
 mod members;
 mod metrics;
 mod moves;
+mod replication_secret;
 mod scale_cli;

@@ -3,6 +3,7 @@
 //! order: the kills on the two-shard cluster first, then `scale`, which
 //! grows it to three shards, rebalances, drains and moves files.
 
+mod abort_offline;
 mod kills;
 mod restart;
 mod scale;
