@@ -65,6 +65,9 @@ pub struct MoveConfig {
     /// Role the mover connects to shard instances as (a superuser).
     pub admin_user: String,
     pub admin_password: Option<Secret>,
+    /// TLS of every PostgreSQL connection of the control plane, the
+    /// catalog's included (`CONTROL_PLANE_PG_SSLMODE`, `pg_tls`).
+    pub pg_tls: crate::pg_tls::PgTls,
     /// Path, on every shard instance's host, of the libpq password file a
     /// move's subscription reads the password from (never in its SQL text).
     pub replication_passfile: Option<String>,
@@ -89,6 +92,7 @@ impl Default for MoveConfig {
         Self {
             admin_user: "postgres".to_string(),
             admin_password: None,
+            pg_tls: crate::pg_tls::PgTls::default(),
             replication_passfile: None,
             pause_budget: Duration::from_millis(400),
             cutover_attempts: 3,
@@ -110,6 +114,7 @@ impl MoveConfig {
                 .ok()
                 .filter(|v| !v.is_empty())
                 .map(Secret::new),
+            pg_tls: crate::pg_tls::PgTls::from_env()?,
             replication_passfile: std::env::var("MOVE_REPLICATION_PASSFILE")
                 .ok()
                 .filter(|v| !v.trim().is_empty()),

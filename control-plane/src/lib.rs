@@ -13,6 +13,7 @@ pub mod liveness;
 pub mod metrics;
 pub mod migrate;
 pub mod mover;
+pub mod pg_tls;
 pub mod placement;
 pub mod service;
 
@@ -59,7 +60,7 @@ pub async fn run_until(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let pool = catalog::pool(config.database_url.expose())?;
+    let pool = catalog::pool(config.database_url.expose(), &config.moves.pg_tls)?;
     let applied = migrate::run(&pool).await.context("migrate catalog")?;
     tracing::info!(applied = ?applied, "catalog schema up to date");
     let state = AppState {

@@ -17,15 +17,19 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 
 pub use tokio_postgres::GenericClient as Db;
 
+use crate::pg_tls::PgTls;
+
 /// How many catalog connections one control plane keeps at most.
 const POOL_SIZE: usize = 16;
 
-pub fn pool(database_url: &str) -> anyhow::Result<Pool> {
-    let pg = tokio_postgres::Config::from_str(database_url)
+/// The catalog's pool, its sessions made with `tls` (`CONTROL_PLANE_PG_SSLMODE`).
+pub fn pool(database_url: &str, tls: &PgTls) -> anyhow::Result<Pool> {
+    let mut pg = tokio_postgres::Config::from_str(database_url)
         .context("parse CONTROL_PLANE_DATABASE_URL")?;
+    tls.apply(&mut pg);
     let manager = Manager::from_config(
         pg,
-        tokio_postgres::NoTls,
+        tls.clone(),
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },

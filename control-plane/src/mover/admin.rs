@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use cluster_protocol::control::Shard;
 use tokio_postgres::config::Host;
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::{Client, Config};
 
 use super::sql::quote_literal;
 use crate::config::MoveConfig;
@@ -48,13 +48,14 @@ pub fn config(dsn: &str, knobs: &MoveConfig) -> anyhow::Result<Config> {
     };
     cfg.connect_timeout(CONNECT_TIMEOUT);
     cfg.application_name("control-plane-mover");
+    knobs.pg_tls.apply(&mut cfg);
     Ok(cfg)
 }
 
 pub async fn connect(shard: &Shard, knobs: &MoveConfig) -> anyhow::Result<Admin> {
     let cfg = config(&shard.postgres, knobs)?;
     let (client, conn) = cfg
-        .connect(NoTls)
+        .connect(knobs.pg_tls.clone())
         .await
         .with_context(|| format!("connect to shard {} as administrator", shard.name))?;
     let name = shard.name.clone();

@@ -4,6 +4,7 @@
 //! transient reason is retried with backoff, its error shown in the move;
 //! one that cannot succeed ([`Fatal`]) asks for the move's abort.
 
+use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -133,7 +134,11 @@ impl Ctx {
 /// Drives move `id` to its end, unless another control plane drives it;
 /// true when this driver saw it finish.
 pub async fn drive(state: AppState, catalog_dsn: Arc<Secret>, id: String) -> anyhow::Result<bool> {
-    let (lock, conn) = tokio_postgres::connect(catalog_dsn.expose(), tokio_postgres::NoTls)
+    let mut cfg = tokio_postgres::Config::from_str(catalog_dsn.expose())
+        .context("parse CONTROL_PLANE_DATABASE_URL")?;
+    state.moves.pg_tls.apply(&mut cfg);
+    let (lock, conn) = cfg
+        .connect(state.moves.pg_tls.clone())
         .await
         .context("open the driver's catalog session")?;
     let conn = tokio::spawn(conn);

@@ -12,5 +12,6 @@ mod keys;
 mod members;
 mod metrics;
 mod moves;
+mod pg_tls;
 mod replication_secret;
 mod scale_cli;
