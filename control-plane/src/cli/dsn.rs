@@ -4,7 +4,7 @@
 //! a password; `--postgres-env VAR` and `--postgres-stdin` keep it out of
 //! argv.
 
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::str::FromStr;
 
 use anyhow::{bail, Context};
