@@ -15,3 +15,4 @@ mod moves;
 mod pg_tls;
 mod replication_secret;
 mod scale_cli;
+mod shards_dsn;
