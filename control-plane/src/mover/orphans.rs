@@ -1,7 +1,9 @@
 //! The orphan sweep: any subscription, publication or slot named `tmv_%`
 //! on a shard instance that no live step of its move needs is dropped (a
 //! slot left behind keeps WAL on the source until its disk fills). That is
-//! every object of a move that is finished, unknown or being aborted, and
+//! every object of a move that is finished or unknown, the slot and
+//! publication of a move being aborted (its subscription is the abort's
+//! own to drop: only the target knows the table-sync slots it names), and
 //! an unfinished move's objects on the wrong shard (a slot or publication
 //! anywhere but on its source, a subscription anywhere but on its target).
 //! Run when the control plane starts, after every move, and every
@@ -32,7 +34,7 @@ pub fn is_orphan(m: Option<&MoveRow>, shard: &str, side: Side) -> bool {
     let Some(m) = m else {
         return true;
     };
-    if m.api.state.is_finished() || m.abort_requested {
+    if m.api.state.is_finished() || (m.abort_requested && side == Side::Source) {
         return true;
     }
     match side {
@@ -160,11 +162,11 @@ mod tests {
             assert!(is_orphan(Some(&m), "shard-2", Side::Target));
         }
         // An abort requested while the target is unreachable: the source's
-        // slot and publication go at once.
+        // slot and publication go at once; the subscription is the abort's.
         for state in [MoveState::Copying, MoveState::CatchingUp, MoveState::Cutover] {
             let m = a_move(state, true);
             assert!(is_orphan(Some(&m), "shard-1", Side::Source), "{state:?}");
-            assert!(is_orphan(Some(&m), "shard-2", Side::Target), "{state:?}");
+            assert!(!is_orphan(Some(&m), "shard-2", Side::Target), "{state:?}");
         }
     }
 
