@@ -161,7 +161,12 @@ impl ServerCertVerifier for Unverified {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -170,7 +175,12 @@ impl ServerCertVerifier for Unverified {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
@@ -190,8 +200,10 @@ where
         let name = match ServerName::try_from(domain.to_owned()) {
             Ok(name) => name,
             // A Unix socket has no name; nothing checks it but verify-full.
-            Err(_) if self.mode != Some(SslMode::VerifyFull) => ServerName::try_from("localhost")
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
+            Err(_) if self.mode != Some(SslMode::VerifyFull) => {
+                ServerName::try_from("localhost")
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?
+            }
             Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidInput, e)),
         };
         Ok(RustlsConnect {
@@ -292,15 +304,13 @@ mod tests {
             tokio_postgres::config::SslMode::Disable,
             "unset, the DSN's holds"
         );
-        PgTls::new(Some(SslMode::Require), None).unwrap().apply(&mut cfg);
-        assert_eq!(
-            cfg.get_ssl_mode(),
-            tokio_postgres::config::SslMode::Require
-        );
-        PgTls::new(Some(SslMode::Disable), None).unwrap().apply(&mut cfg);
-        assert_eq!(
-            cfg.get_ssl_mode(),
-            tokio_postgres::config::SslMode::Disable
-        );
+        PgTls::new(Some(SslMode::Require), None)
+            .unwrap()
+            .apply(&mut cfg);
+        assert_eq!(cfg.get_ssl_mode(), tokio_postgres::config::SslMode::Require);
+        PgTls::new(Some(SslMode::Disable), None)
+            .unwrap()
+            .apply(&mut cfg);
+        assert_eq!(cfg.get_ssl_mode(), tokio_postgres::config::SslMode::Disable);
     }
 }

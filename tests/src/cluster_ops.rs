@@ -77,7 +77,10 @@ pub fn stop_postgres(instance: &str) {
     assert!(status.success(), "kill -INT {pid} (postgres {instance})");
     let deadline = Instant::now() + Duration::from_secs(60);
     while alive(pid) {
-        assert!(Instant::now() < deadline, "postgres {instance} did not stop");
+        assert!(
+            Instant::now() < deadline,
+            "postgres {instance} did not stop"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     eprintln!("chaos: stopped postgres {instance} (pid {pid})");

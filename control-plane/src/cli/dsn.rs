@@ -4,7 +4,7 @@
 //! a password; `--postgres-env VAR` and `--postgres-stdin` keep it out of
 //! argv.
 
-use std::io::{BufRead, Read};
+use std::io::BufRead;
 use std::str::FromStr;
 
 use anyhow::{bail, Context};
@@ -26,7 +26,8 @@ pub struct DsnSource {
 /// Whether a DSN names a password (either syntax). One that does not parse
 /// is left to the control plane to refuse.
 pub fn has_password(dsn: &str) -> bool {
-    tokio_postgres::Config::from_str(dsn).is_ok_and(|c| c.get_password().is_some_and(|p| !p.is_empty()))
+    tokio_postgres::Config::from_str(dsn)
+        .is_ok_and(|c| c.get_password().is_some_and(|p| !p.is_empty()))
 }
 
 /// The DSN from its source; `warn` is called with a warning for stderr.

@@ -187,7 +187,9 @@ fn shards_add_takes_the_dsn_from_exactly_one_place() {
         postgres,
         postgres_stdin,
         ..
-    }) = with(&["--postgres-env", "SHARD_DSN"]).expect("parses").command
+    }) = with(&["--postgres-env", "SHARD_DSN"])
+        .expect("parses")
+        .command
     else {
         panic!("shards add")
     };

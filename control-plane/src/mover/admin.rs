@@ -177,7 +177,10 @@ mod tests {
         let mut k = knobs(Some("s3cr3t-pw"));
         k.replication_passfile = Some("/etc/tabula/replication/pgpass".into());
         let lit = conninfo_literal(dsn, &k).unwrap();
-        assert!(!lit.contains("s3cr3t-pw") && !lit.contains("own-pw"), "{lit}");
+        assert!(
+            !lit.contains("s3cr3t-pw") && !lit.contains("own-pw"),
+            "{lit}"
+        );
         assert!(!lit.contains("password"), "{lit}");
         assert!(
             lit.contains("passfile=''/etc/tabula/replication/pgpass''"),

@@ -12,7 +12,6 @@
 use std::collections::{HashMap, HashSet};
 
 use anyhow::Context;
-use cluster_protocol::control::MoveState;
 
 use super::{admin, replication, sql};
 use crate::catalog::moves::{self, MoveRow};
@@ -133,7 +132,7 @@ fn warn(shard: &str, e: &anyhow::Error) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cluster_protocol::control::Move;
+    use cluster_protocol::control::{Move, MoveState};
 
     fn a_move(state: MoveState, abort_requested: bool) -> MoveRow {
         let now = chrono::Utc::now();
@@ -163,7 +162,11 @@ mod tests {
         }
         // An abort requested while the target is unreachable: the source's
         // slot and publication go at once; the subscription is the abort's.
-        for state in [MoveState::Copying, MoveState::CatchingUp, MoveState::Cutover] {
+        for state in [
+            MoveState::Copying,
+            MoveState::CatchingUp,
+            MoveState::Cutover,
+        ] {
             let m = a_move(state, true);
             assert!(is_orphan(Some(&m), "shard-1", Side::Source), "{state:?}");
             assert!(!is_orphan(Some(&m), "shard-2", Side::Target), "{state:?}");

@@ -64,9 +64,15 @@ async fn the_ssl_mode_decides_whether_sessions_are_encrypted() {
         "the test cluster's control-plane instance runs with ssl = on (deploy/dev-cluster)"
     );
     let mode = |m| PgTls::new(Some(m), None).expect("a connector");
-    assert!(!encrypted(mode(SslMode::Disable)).await.expect("disable connects"));
-    assert!(encrypted(mode(SslMode::Require)).await.expect("require connects"));
-    assert!(encrypted(mode(SslMode::Prefer)).await.expect("prefer connects"));
+    assert!(!encrypted(mode(SslMode::Disable))
+        .await
+        .expect("disable connects"));
+    assert!(encrypted(mode(SslMode::Require))
+        .await
+        .expect("require connects"));
+    assert!(encrypted(mode(SslMode::Prefer))
+        .await
+        .expect("prefer connects"));
 
     // verify-full: the server's self-signed certificate is its own root.
     let cert = std::path::Path::new(&data).join(cert);
@@ -77,6 +83,9 @@ async fn the_ssl_mode_decides_whether_sessions_are_encrypted() {
     if std::path::Path::new(public_roots).exists() {
         let wrong = PgTls::new(Some(SslMode::VerifyFull), Some(public_roots)).expect("a connector");
         let refused = encrypted(wrong).await;
-        assert!(refused.is_err(), "a certificate no root vouches for: {refused:?}");
+        assert!(
+            refused.is_err(),
+            "a certificate no root vouches for: {refused:?}"
+        );
     }
 }

@@ -33,7 +33,10 @@ async fn add(
         .spawn()
         .expect("run control-plane");
     let mut input = child.stdin.take().expect("stdin");
-    input.write_all(stdin.as_bytes()).await.expect("write stdin");
+    input
+        .write_all(stdin.as_bytes())
+        .await
+        .expect("write stdin");
     drop(input);
     let out = child.wait_with_output().await.expect("control-plane exits");
     (
@@ -94,11 +97,17 @@ async fn the_dsn_comes_from_the_environment_or_stdin() {
         err.contains("warning:") && err.contains("--postgres-env"),
         "{err}"
     );
-    assert!(!err.contains("argv-secret"), "the warning repeats no secret: {err}");
+    assert!(
+        !err.contains("argv-secret"),
+        "the warning repeats no secret: {err}"
+    );
     let (ok, _, err) = add(
         &app,
         "s-argv-nopw",
-        &["--postgres", "postgres://tabula_shard@127.0.0.1:5432/cluster"],
+        &[
+            "--postgres",
+            "postgres://tabula_shard@127.0.0.1:5432/cluster",
+        ],
         &[],
         "",
     )

@@ -59,7 +59,9 @@ async fn abort_with_the_target_down_frees_the_source_slot_at_once() {
     assert_ne!(keep, "-1", "a slot's WAL is capped on shard instances");
 
     stop_postgres(&to);
-    cli(&["moves", "abort", &m.id, "--json"]).await.move_object();
+    cli(&["moves", "abort", &m.id, "--json"])
+        .await
+        .move_object();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let left = slots(&source).await;
