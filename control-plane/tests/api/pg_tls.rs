@@ -4,7 +4,7 @@
 //! administrator session (`mover::admin::connect`) runs in the clear with
 //! `disable` and over TLS with `require` and `prefer`; `verify-full`
 //! connects only when the server's certificate chains to the configured
-//! root.
+//! root (the CA deploy/dev-cluster made, `DATA/root.crt`).
 
 use cluster_protocol::control::{Shard, ShardState};
 use control_plane::config::MoveConfig;
@@ -53,12 +53,12 @@ async fn the_ssl_mode_decides_whether_sessions_are_encrypted() {
     tokio::spawn(conn);
     let row = pg
         .query_one(
-            "SELECT current_setting('ssl'), current_setting('data_directory'), current_setting('ssl_cert_file')",
+            "SELECT current_setting('ssl'), current_setting('data_directory')",
             &[],
         )
         .await
         .expect("read the server's TLS settings");
-    let (ssl, data, cert): (String, String, String) = (row.get(0), row.get(1), row.get(2));
+    let (ssl, data): (String, String) = (row.get(0), row.get(1));
     assert_eq!(
         ssl, "on",
         "the test cluster's control-plane instance runs with ssl = on (deploy/dev-cluster)"
@@ -74,10 +74,10 @@ async fn the_ssl_mode_decides_whether_sessions_are_encrypted() {
         .await
         .expect("prefer connects"));
 
-    // verify-full: the server's self-signed certificate is its own root.
-    let cert = std::path::Path::new(&data).join(cert);
-    let cert = cert.to_str().expect("a UTF-8 path");
-    let verified = PgTls::new(Some(SslMode::VerifyFull), Some(cert)).expect("a connector");
+    // verify-full: the CA deploy/dev-cluster issued the server's certificate with.
+    let root = std::path::Path::new(&data).join("root.crt");
+    let root = root.to_str().expect("a UTF-8 path");
+    let verified = PgTls::new(Some(SslMode::VerifyFull), Some(root)).expect("a connector");
     assert!(encrypted(verified).await.expect("verify-full connects"));
     let public_roots = "/etc/ssl/certs/ca-certificates.crt";
     if std::path::Path::new(public_roots).exists() {
