@@ -9,6 +9,7 @@
 //! Run when the control plane starts, after every move, and every
 //! `ORPHAN_SWEEP_INTERVAL`.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
 use anyhow::Context;
@@ -66,9 +67,9 @@ pub async fn sweep(state: &AppState) -> anyhow::Result<()> {
             .chain(&objects.slots)
             .chain(&objects.publications);
         for move_id in names.filter_map(|n| sql::move_of_object(n)) {
-            if !known.contains_key(&move_id) {
-                let m = moves::get(&**catalog, &move_id).await?;
-                known.insert(move_id, m);
+            if let Entry::Vacant(slot) = known.entry(move_id) {
+                let m = moves::get(&**catalog, slot.key()).await?;
+                slot.insert(m);
             }
         }
     }
