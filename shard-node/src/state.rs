@@ -431,7 +431,7 @@ impl Db {
     /// own owner, and is not kept.
     async fn read_owner(&self, database_id: &str, wait: Duration) -> ApiResult<Arc<str>> {
         let session = self.session_within(wait).await?;
-        let owner = crate::catalog::databases::owner_of(&**session, database_id).await?;
+        let owner = crate::catalog::databases::owner_of(&session, database_id).await?;
         drop(session);
         Ok(match owner {
             Some(owner_id) => self.owners.remember(database_id, &owner_id),
