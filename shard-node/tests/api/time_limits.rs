@@ -116,11 +116,12 @@ async fn a_statement_over_the_time_limit_is_stopped_with_a_400_naming_the_limit(
 async fn a_request_finding_every_session_busy_answers_503_with_retry_after() {
     let (url, _) = private_database().await;
     let (owner, table, relation, other) = fixture(&url).await;
-    // One database may hold the whole pool here: what runs out is the
-    // pool, not the database's share of it.
+    // One database (and one owner) may hold the whole pool here: what runs
+    // out is the pool, not the database's or the owner's share of it.
     let limits = DbLimits {
         pool_wait: Duration::from_millis(200),
         sessions_per_database: Some(2),
+        sessions_per_owner: Some(2),
         ..DbLimits::default()
     };
     let node = std::sync::Arc::new(spawn_app_with(url.clone(), 1, limits).await);
