@@ -48,7 +48,10 @@ impl Owners {
 
     /// Databases whose owner is kept (for tests).
     pub fn len(&self) -> usize {
-        self.known.read().unwrap_or_else(PoisonError::into_inner).len()
+        self.known
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -45,7 +45,9 @@ async fn fixture(url: &str) -> (String, Principal) {
     let app = spawn_app_on(url.to_owned()).await;
     let (db, owner) = app.owned_database().await;
     let tid = app.create_table_id(&db, &owner, "Files").await;
-    let fid = app.create_field_id(&tid, &owner, "File", "attachment").await;
+    let fid = app
+        .create_field_id(&tid, &owner, "File", "attachment")
+        .await;
     let made = app
         .post(
             &format!("/api/tables/{tid}/records"),
@@ -171,7 +173,10 @@ async fn an_export_whose_client_stops_reading_gives_its_session_back() {
     let read = tokio::time::timeout(PATIENCE, stalled.read_to_end(&mut rest)).await;
     assert!(read.is_ok(), "the stopped export's connection stays open");
     assert!(rest.len() < FILE_BYTES, "the whole export arrived");
-    assert!(!rest.ends_with(b"0\r\n\r\n"), "a stopped export ended whole");
+    assert!(
+        !rest.ends_with(b"0\r\n\r\n"),
+        "a stopped export ended whole"
+    );
 }
 
 #[tokio::test]
