@@ -78,7 +78,16 @@ pub struct ConnectionLimits {
     /// response head); then 504. Above the shard's own schema time limit
     /// and the 60 s an attachment URL fetch may take before its write.
     pub shard_timeout: Duration,
+    /// `ROUTER_BODY_BUDGET_BYTES`: bytes of request bodies the router holds
+    /// at once across all its connections (`body_budget`); a body that does
+    /// not fit is answered 503 with `Retry-After`. The default, 256 MiB, is
+    /// 25 bodies of the 10 MiB maximum at once, or thousands of ordinary
+    /// JSON bodies, well within a router's memory.
+    pub body_budget_bytes: u64,
 }
+
+/// [`ConnectionLimits::body_budget_bytes`] when not set.
+pub const DEFAULT_BODY_BUDGET_BYTES: u64 = 256 * 1024 * 1024;
 
 impl Default for ConnectionLimits {
     fn default() -> Self {
@@ -88,6 +97,7 @@ impl Default for ConnectionLimits {
             body_timeout: Duration::from_secs(30),
             stream_idle_timeout: Duration::from_secs(30),
             shard_timeout: Duration::from_secs(90),
+            body_budget_bytes: DEFAULT_BODY_BUDGET_BYTES,
         }
     }
 }
@@ -126,6 +136,10 @@ impl ConnectionLimits {
                     d.shard_timeout.as_millis() as u64,
                 )?,
             )?),
+            body_budget_bytes: positive(
+                "ROUTER_BODY_BUDGET_BYTES",
+                number("ROUTER_BODY_BUDGET_BYTES", d.body_budget_bytes)?,
+            )?,
         })
     }
 }

@@ -205,7 +205,8 @@ pub async fn create(
     }
     let (parts, body) = req.into_parts();
     let body_time = state.config.connections.body_timeout;
-    let body: Bytes = read_limited(body, None, CREATE_BODY_LIMIT, body_time).await?;
+    let (body, _reserved): (Bytes, _) =
+        read_limited(body, None, CREATE_BODY_LIMIT, body_time, &state.body_budget).await?;
     let allocation = match state.control.allocate_database(caller.user_id()).await {
         Ok(a) => a,
         Err(ClientError::Api { status, body }) if (400..500).contains(&status) => {

@@ -1,8 +1,10 @@
 //! Forwarding to shard nodes: a pooled keep-alive HTTP/1 client, header
 //! hygiene (hop-by-hop, `x-cluster-*`, the client's credential), and request
-//! bodies read whole under a deadline (the principal's signature covers
-//! their digest; a buffered body also lets a 421 be retried).
+//! bodies read whole under a deadline and the router's budget of buffered
+//! bytes (`crate::body_budget`; the principal's signature covers their
+//! digest; a buffered body also lets a 421 be retried).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -10,6 +12,7 @@ use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
+use crate::body_budget::{BodyBudget, Reservation};
 use crate::errors::{ApiError, Body};
 use crate::shard_conn::{self, ShardPool};
 use crate::stream_body::Progress;
@@ -165,14 +168,16 @@ const DRAIN_LIMIT: u64 = 4 * cluster_protocol::MAX_BODY_BYTES as u64;
 /// Reads the whole request body (the principal's signature covers its
 /// digest; a buffered body also lets a 421 be retried): at most `limit`
 /// bytes, a larger one is a 400 naming the limit; it must arrive whole
-/// within `time` (408 otherwise).
+/// within `time` (408 otherwise), and fit in the router's `budget` (503
+/// otherwise). The reservation is held until the request is done.
 pub async fn prepare_body(
     headers: &HeaderMap,
     body: Incoming,
     limit: usize,
     time: Duration,
-) -> Result<Bytes, ApiError> {
-    read_limited(body, declared_length(headers), limit, time).await
+    budget: &Arc<BodyBudget>,
+) -> Result<(Bytes, Reservation), ApiError> {
+    read_limited(body, declared_length(headers), limit, time, budget).await
 }
 
 /// The body length a request declares in `Content-Length`, if any.
@@ -185,14 +190,18 @@ pub fn declared_length(headers: &HeaderMap) -> Option<u64> {
 
 /// Reads a whole body of at most `limit` bytes (400 beyond it, after
 /// draining up to [`DRAIN_LIMIT`]) that must arrive within `time` (408
-/// otherwise).
+/// otherwise). Its bytes are reserved in `budget` before they are held
+/// (the declared length at once, else as they arrive): 503 when they do
+/// not fit. The returned reservation gives them back when dropped.
 pub async fn read_limited(
     body: Incoming,
     declared: Option<u64>,
     limit: usize,
     time: Duration,
-) -> Result<Bytes, ApiError> {
-    match tokio::time::timeout(time, read_or_drain(body, declared, limit)).await {
+    budget: &Arc<BodyBudget>,
+) -> Result<(Bytes, Reservation), ApiError> {
+    let reserved = budget.reservation();
+    match tokio::time::timeout(time, read_or_drain(body, declared, limit, reserved)).await {
         Err(_) => Err(ApiError::RequestTimeout),
         Ok(read) => read,
     }
@@ -202,7 +211,8 @@ async fn read_or_drain(
     mut body: Incoming,
     declared: Option<u64>,
     limit: usize,
-) -> Result<Bytes, ApiError> {
+    mut reserved: Reservation,
+) -> Result<(Bytes, Reservation), ApiError> {
     let too_large = || {
         ApiError::BadRequest(format!(
             "Request body is larger than the {} limit.",
@@ -213,7 +223,11 @@ async fn read_or_drain(
         return Err(too_large());
     }
     let limit = limit as u64;
-    let mut buf = BytesMut::with_capacity(declared.unwrap_or(0).min(limit) as usize);
+    // A body declared over the limit is only counted (and dropped).
+    let keep = declared.is_none_or(|n| n <= limit);
+    let capacity = if keep { declared.unwrap_or(0) } else { 0 };
+    reserved.cover(capacity)?;
+    let mut buf = BytesMut::with_capacity(capacity as usize);
     let mut seen: u64 = 0;
     while let Some(frame) = body.frame().await {
         let frame =
@@ -223,7 +237,8 @@ async fn read_or_drain(
             if seen > DRAIN_LIMIT {
                 return Err(too_large());
             }
-            if seen <= limit {
+            if keep && seen <= limit {
+                reserved.cover(seen)?;
                 buf.extend_from_slice(&data);
             }
         }
@@ -231,7 +246,7 @@ async fn read_or_drain(
     if seen > limit {
         return Err(too_large());
     }
-    Ok(buf.freeze())
+    Ok((buf.freeze(), reserved))
 }
 
 /// A byte limit as people read it (`10 MiB`, `64 KiB`).

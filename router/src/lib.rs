@@ -5,6 +5,7 @@ pub mod access;
 pub mod attempts;
 pub mod auth;
 pub mod bearer;
+pub mod body_budget;
 pub mod config;
 pub mod cores;
 pub mod databases;

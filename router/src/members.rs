@@ -209,7 +209,14 @@ async fn read_object(
     req: http::Request<Incoming>,
 ) -> Result<Map<String, Value>, ApiError> {
     let body_time = state.config.connections.body_timeout;
-    let bytes = read_limited(req.into_body(), None, BODY_LIMIT, body_time).await?;
+    let (bytes, _reserved) = read_limited(
+        req.into_body(),
+        None,
+        BODY_LIMIT,
+        body_time,
+        &state.body_budget,
+    )
+    .await?;
     parse_object(&bytes)
 }
 

@@ -64,11 +64,13 @@ pub async fn forward(
     }
 
     let (parts, body) = req.into_parts();
-    let body = prepare_body(
+    // Held until the request is done: the body's bytes in the budget.
+    let (body, _reserved) = prepare_body(
         &parts.headers,
         body,
         cluster_protocol::MAX_BODY_BYTES,
         state.config.connections.body_timeout,
+        &state.body_budget,
     )
     .await?;
     let signed = Request {

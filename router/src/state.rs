@@ -34,6 +34,8 @@ pub struct AppState {
     pub in_flight: Arc<Semaphore>,
     /// Client connections open at once, across all cores.
     pub connections: Arc<Semaphore>,
+    /// Bytes of request bodies held at once, across all cores.
+    pub body_budget: Arc<crate::body_budget::BodyBudget>,
     /// This core's Redis connections (the counters of its fallback are shared).
     pub limiter: Limiter,
     /// The per-account upload limit (script and fallback log, shared).
@@ -65,6 +67,7 @@ impl AppState {
             signer: Arc::new(Signer::new(config.cluster_secret.0.as_bytes())),
             in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
             connections: Arc::new(Semaphore::new(config.connections.max_connections)),
+            body_budget: crate::body_budget::BodyBudget::new(config.connections.body_budget_bytes),
             control,
             config: Arc::new(config),
         })
@@ -88,6 +91,7 @@ impl AppState {
             signer: self.signer.clone(),
             in_flight: self.in_flight.clone(),
             connections: self.connections.clone(),
+            body_budget: self.body_budget.clone(),
             limiter: self.limiter.with_connections(redis),
             uploads: self.uploads.clone(),
             forwarder: Forwarder::new(

@@ -188,7 +188,8 @@ async fn drain_small(headers: &HeaderMap, body: Incoming, state: &AppState) {
     let declared = declared_length(headers);
     if declared.is_some_and(|n| n <= DRAIN_BYTES) {
         let time = state.config.connections.body_timeout;
-        let _ = read_limited(body, declared, DRAIN_BYTES as usize, time).await;
+        let budget = &state.body_budget;
+        let _ = read_limited(body, declared, DRAIN_BYTES as usize, time, budget).await;
     }
 }
 

@@ -1,7 +1,8 @@
 //! The router's connection hygiene, in process: a request body that does
 //! not arrive in time is cut off with 408 and frees its in-flight slot, an
-//! idle keep-alive connection is closed, the connection cap holds, and a
-//! shard that never answers earns a 504. Clients are raw TCP sockets where
+//! idle keep-alive connection is closed, the connection cap holds, the
+//! budget of buffered body bytes refuses a body past it with 503 and gives
+//! its bytes back, and a shard that never answers earns a 504. Clients are raw TCP sockets where
 //! the test must control the bytes and their timing. The control plane and
 //! the shards are fakes; Redis is the test Redis (TEST_REDIS_URL).
 
@@ -240,6 +241,11 @@ impl Env {
 /// Reads one response (head, then a `content-length` body); `None` when
 /// the connection closed first. Panics past [`PATIENCE`].
 async fn read_response(s: &mut TcpStream) -> Option<(u16, Value)> {
+    read_reply(s).await.map(|(status, _, body)| (status, body))
+}
+
+/// [`read_response`] with the response head (lowercased).
+async fn read_reply(s: &mut TcpStream) -> Option<(u16, String, Value)> {
     let read = async {
         let mut buf = Vec::new();
         let mut chunk = [0u8; 4096];
@@ -254,7 +260,7 @@ async fn read_response(s: &mut TcpStream) -> Option<(u16, Value)> {
                     let status = head[9..12].parse().unwrap();
                     let body = serde_json::from_slice(&buf[end + 4..end + 4 + length])
                         .unwrap_or(Value::Null);
-                    return Some((status, body));
+                    return Some((status, head, body));
                 }
             }
             let n = s.read(&mut chunk).await.unwrap_or(0);
@@ -380,4 +386,90 @@ async fn a_shard_that_does_not_answer_earns_a_504() {
             .contains("did not answer in time"),
         "{body}"
     );
+}
+
+/// A POST of `length` bytes to the table's records, sent whole on a
+/// connection of its own: status, head and body of the answer.
+async fn post_whole(e: &Env, length: usize) -> (u16, String, Value) {
+    let mut s = e.connect().await;
+    let head = e.head(
+        "POST",
+        &format!(
+            "content-type: application/json\r\ncontent-length: {length}\r\nconnection: close\r\n"
+        ),
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    s.write_all(&vec![b' '; length]).await.unwrap();
+    read_reply(&mut s).await.expect("an answer")
+}
+
+/// A chunked POST whose first `length` bytes are sent, then nothing more.
+async fn slow_chunked(e: &Env, length: usize) -> TcpStream {
+    let mut slow = e.connect().await;
+    let head = e.head(
+        "POST",
+        "content-type: application/json\r\ntransfer-encoding: chunked\r\n",
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    slow.write_all(format!("{length:x}\r\n").as_bytes())
+        .await
+        .unwrap();
+    slow.write_all(&vec![b' '; length]).await.unwrap();
+    slow.write_all(b"\r\n").await.unwrap();
+    slow
+}
+
+#[tokio::test]
+async fn bodies_past_the_buffered_byte_budget_are_refused_with_503_until_given_back() {
+    let shard = answering_shard().await;
+    let limits = ConnectionLimits {
+        body_budget_bytes: 16_000,
+        ..ConnectionLimits::default()
+    };
+    let e = env(limits, 100, &shard).await;
+    // Within the budget, a body goes through.
+    let (status, _, body) = post_whole(&e, 8_000).await;
+    assert_eq!(status, 200, "{body}");
+
+    // A chunked body (no declared length) of 12,000 bytes so far, then
+    // silence: its bytes are reserved as they arrive and stay held.
+    let mut slow = slow_chunked(&e, 12_000).await;
+
+    // So 8,000 more bytes do not fit: 503, unavailable, Retry-After.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let (head, body) = loop {
+        let (status, head, body) = post_whole(&e, 8_000).await;
+        if status == 503 {
+            break (head, body);
+        }
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "a body past the budget was still buffered"
+        );
+        // The slow body may have reached the router while this 8,000-byte
+        // one held the budget, and been refused itself: then send it again.
+        let mut byte = [0u8; 1];
+        if slow.try_read(&mut byte).is_ok() {
+            slow = slow_chunked(&e, 12_000).await;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
+    assert_eq!(
+        body["error"]["message"],
+        router::body_budget::BODY_BUDGET_MESSAGE,
+        "{body}"
+    );
+    assert!(head.lines().any(|l| l == "retry-after: 1"), "{head}");
+    // A smaller body still fits beside the held one.
+    let (status, _, body) = post_whole(&e, 3_000).await;
+    assert_eq!(status, 200, "{body}");
+
+    // The slow body ends: its request is done and its bytes are given back.
+    slow.write_all(b"0\r\n\r\n").await.unwrap();
+    let (status, body) = read_response(&mut slow).await.expect("an answer");
+    assert_eq!(status, 200, "{body}");
+    let (status, _, body) = post_whole(&e, 8_000).await;
+    assert_eq!(status, 200, "{body}");
 }

@@ -23,7 +23,7 @@ use std::task::{Context, Poll};
 use deadpool_postgres::Object;
 use tokio_postgres::NoTls;
 
-use crate::fair_share::Share;
+use crate::fair_share::Shares;
 
 thread_local! {
     /// How many unfinished request futures this thread is dropping now.
@@ -93,7 +93,7 @@ pub struct PgConn {
     // Dropped in this order: the session goes back to the pool before the
     // share is given back, so a request given the share finds it there.
     session: Option<Object>,
-    share: Option<Share>,
+    share: Option<Shares>,
 }
 
 /// Prepared statements a pooled session keeps before its cache is emptied
@@ -103,7 +103,7 @@ pub struct PgConn {
 pub const STATEMENTS_PER_SESSION: usize = 256;
 
 impl PgConn {
-    pub(crate) fn new(session: Object, share: Option<Share>) -> Self {
+    pub(crate) fn new(session: Object, share: Option<Shares>) -> Self {
         if session.statement_cache.size() > STATEMENTS_PER_SESSION {
             session.statement_cache.clear();
         }

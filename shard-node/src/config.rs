@@ -38,6 +38,25 @@ pub fn sessions_per_database_for(pool_size: usize) -> usize {
     pool_size.saturating_sub(1).max(1)
 }
 
+/// Request sessions the requests of all one owner's databases may hold at
+/// once when `SHARD_SESSIONS_PER_OWNER` is not set: as for one database,
+/// all but one of the pool's, so one owner with several busy databases
+/// still leaves a session to the other owners on its shard (`fair_share`).
+pub fn sessions_per_owner_for(pool_size: usize) -> usize {
+    sessions_per_database_for(pool_size)
+}
+
+/// `SHARD_EXPORT_SEND_TIMEOUT_MS` when not set: how long an export waits
+/// for its client to take the next chunk before it is stopped.
+pub const EXPORT_SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// Exports streamed at once on a node when `SHARD_MAX_EXPORTS` is not set:
+/// half the pool's sessions (at least one). Each export holds a pooled
+/// session and a blocking thread for its whole stream; the other half of
+/// the pool is left to the other requests.
+pub fn max_exports_for(pool_size: usize) -> usize {
+    (pool_size / 2).max(1)
+}
+
 /// How long opening one PostgreSQL session may take.
 pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// How long `GET /internal/health` waits for PostgreSQL.
@@ -197,8 +216,10 @@ pub fn durations(text: &str) -> anyhow::Result<Vec<std::time::Duration>> {
 
 /// Time limits of the node's PostgreSQL sessions, each set once per session
 /// in its startup options (no statement per request), how long a request
-/// waits for a pooled session, and how many of them one database's requests
-/// may hold at once. See `state::Db` for where each one applies and
+/// waits for a pooled session, how many of them one database's requests
+/// (and one owner's) may hold at once, and how many exports (each holding
+/// one for its whole stream) run at once and how long each waits for its
+/// client. See `state::Db` for where each one applies and
 /// docs/CONVENTIONS.md for the variables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DbLimits {
@@ -223,6 +244,21 @@ pub struct DbLimits {
     /// `pool_wait`) for one of that database's own sessions, then is
     /// answered 503 with `Retry-After`.
     pub sessions_per_database: Option<usize>,
+    /// `SHARD_SESSIONS_PER_OWNER`: pooled sessions the requests of all the
+    /// databases of one owner may hold at once; `None` is
+    /// [`sessions_per_owner_for`] the pool size. A request whose owner is
+    /// at its cap waits (at most `pool_wait`) for one of the owner's own
+    /// sessions, then is answered 503 with `Retry-After`.
+    pub sessions_per_owner: Option<usize>,
+    /// `SHARD_EXPORT_SEND_TIMEOUT_MS`, default [`EXPORT_SEND_TIMEOUT`]: how
+    /// long an export (which holds its session for the whole stream) waits
+    /// for the client to take the next chunk; then the export stops and
+    /// its session goes back to the pool.
+    pub export_send_timeout: std::time::Duration,
+    /// `SHARD_MAX_EXPORTS`: exports streamed at once on the node; one more
+    /// is answered 503 with `Retry-After`. `None` is [`max_exports_for`]
+    /// the pool size.
+    pub max_exports: Option<usize>,
 }
 
 impl Default for DbLimits {
@@ -233,6 +269,9 @@ impl Default for DbLimits {
             maintenance: std::time::Duration::from_secs(600),
             pool_wait: std::time::Duration::from_secs(3),
             sessions_per_database: None,
+            sessions_per_owner: None,
+            export_send_timeout: EXPORT_SEND_TIMEOUT,
+            max_exports: None,
         }
     }
 }
@@ -249,6 +288,15 @@ impl DbLimits {
                 Some(v) => Some(positive("SHARD_SESSIONS_PER_DATABASE", &v)?),
                 None => d.sessions_per_database,
             },
+            sessions_per_owner: match optional("SHARD_SESSIONS_PER_OWNER") {
+                Some(v) => Some(positive("SHARD_SESSIONS_PER_OWNER", &v)?),
+                None => d.sessions_per_owner,
+            },
+            export_send_timeout: millis("SHARD_EXPORT_SEND_TIMEOUT_MS", d.export_send_timeout)?,
+            max_exports: match optional("SHARD_MAX_EXPORTS") {
+                Some(v) => Some(positive("SHARD_MAX_EXPORTS", &v)?),
+                None => d.max_exports,
+            },
         })
     }
 
@@ -256,6 +304,20 @@ impl DbLimits {
     pub fn sessions_per_database(&self, pool_size: usize) -> usize {
         self.sessions_per_database
             .unwrap_or_else(|| sessions_per_database_for(pool_size))
+            .max(1)
+    }
+
+    /// Exports streamed at once beside a pool of `pool_size`.
+    pub fn max_exports(&self, pool_size: usize) -> usize {
+        self.max_exports
+            .unwrap_or_else(|| max_exports_for(pool_size))
+            .max(1)
+    }
+
+    /// The cap on one owner's sessions in a pool of `pool_size`.
+    pub fn sessions_per_owner(&self, pool_size: usize) -> usize {
+        self.sessions_per_owner
+            .unwrap_or_else(|| sessions_per_owner_for(pool_size))
             .max(1)
     }
 }

@@ -19,6 +19,16 @@ pub const POOL_BUSY_MESSAGE: &str = "The shard holding this database is busy. Re
 pub const DATABASE_BUSY_MESSAGE: &str = "This database has too many requests in progress \
      on its shard (each database may use only part of the shard's connections at once). \
      Retry in about 1s, or send fewer requests at once.";
+/// 503 when the requests of all the databases of one owner on this shard
+/// already hold all the sessions one owner may hold at once
+/// (`SHARD_SESSIONS_PER_OWNER`) for the whole pool wait.
+pub const OWNER_BUSY_MESSAGE: &str = "The databases of this database's owner have too many \
+     requests in progress on their shard (each owner's databases may use only part of the \
+     shard's connections at once). Retry in about 1s, or send fewer requests at once.";
+/// 503 when the shard already streams as many exports as it allows at once
+/// (`SHARD_MAX_EXPORTS`).
+pub const EXPORTS_BUSY_MESSAGE: &str = "Too many exports are running on the shard holding \
+     this database. Retry in about 1s.";
 /// 503 when a structural change could not get its table's lock in time.
 pub const LOCKED_MESSAGE: &str = "The table is busy with another change. Retry in about 1s.";
 /// 400 for a link whose target table is in another database.

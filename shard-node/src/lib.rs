@@ -17,7 +17,8 @@
 //! * [`error`]: the one error type and its HTTP mapping.
 //! * [`metrics`]: the Prometheus series and `GET /metrics`.
 //! * [`state`]: the pool and its time limits; [`fair_share`]: each
-//!   database's share of the pool; [`cancel`]: what an abandoned request
+//!   database's and each owner's share of the pool ([`owners`]: each
+//!   database's owner, read once); [`cancel`]: what an abandoned request
 //!   does to the statements it left running.
 
 pub mod attachments;
@@ -36,6 +37,7 @@ pub mod http;
 pub mod import;
 pub mod json;
 pub mod metrics;
+pub mod owners;
 pub mod records;
 pub mod schema;
 pub mod shares;

@@ -14,7 +14,8 @@ use tokio_postgres::NoTls;
 use crate::catalog::placements::{self, Need};
 use crate::config::{Config, DbLimits, Secret, CONNECT_TIMEOUT};
 use crate::error::ApiResult;
-use crate::fair_share::FairShare;
+use crate::fair_share::{FairShare, Kind, Shares};
+use crate::owners::Owners;
 
 pub use crate::cancel::{abandon_on_drop, PgConn};
 
@@ -43,6 +44,9 @@ pub struct AppState {
     /// The first key of each record table's indexes, read now and then
     /// (whether a filtered page may keep one plan).
     pub index_leads: crate::records::kept_plans::IndexLeads,
+    /// The node's export slots and their send timeout
+    /// (`SHARD_MAX_EXPORTS`, `SHARD_EXPORT_SEND_TIMEOUT_MS`).
+    pub exports: crate::export::limits::Exports,
 }
 
 impl AppState {
@@ -70,6 +74,10 @@ impl AppState {
             ),
             statistics: Default::default(),
             index_leads: Default::default(),
+            exports: crate::export::limits::Exports::new(
+                config.db_limits.max_exports(config.pool_size),
+                config.db_limits.export_send_timeout,
+            ),
         })
     }
 }
@@ -225,14 +233,20 @@ impl DbOp {
 ///   `limits.maintenance`, and never holds a request's session.
 ///
 /// The requests of one database hold at most
-/// `limits.sessions_per_database(pool size)` of the pool's sessions at once
-/// ([`Db::client_for`], `crate::fair_share`), so one database cannot take
+/// `limits.sessions_per_database(pool size)` of the pool's sessions at once,
+/// and those of all one owner's databases at most
+/// `limits.sessions_per_owner(pool size)` ([`Db::client_for`],
+/// `crate::fair_share`), so neither one database nor one owner can take
 /// every session of the shard from the others.
 #[derive(Clone)]
 pub struct Db {
     pool: Pool,
     /// Each database's share of `pool`.
     fair: Arc<FairShare>,
+    /// Each owner's share of `pool`, across the owner's databases.
+    owner_fair: Arc<FairShare>,
+    /// Each database's owner, read once.
+    owners: Arc<Owners>,
     /// `SHARD_POOL_WAIT_MS`: the longest wait for a share and a session.
     pool_wait: Duration,
     /// Sessions for background work, at most [`MAINTENANCE_SESSIONS`].
@@ -359,7 +373,15 @@ impl Db {
         let deliverer = build_pool(deliverer, DELIVERER_SESSIONS, None)?;
         Ok(Self {
             pool,
-            fair: Arc::new(FairShare::new(limits.sessions_per_database(pool_size))),
+            fair: Arc::new(FairShare::new(
+                Kind::Database,
+                limits.sessions_per_database(pool_size),
+            )),
+            owner_fair: Arc::new(FairShare::new(
+                Kind::Owner,
+                limits.sessions_per_owner(pool_size),
+            )),
+            owners: Arc::default(),
             pool_wait: limits.pool_wait,
             maintenance,
             deliverer,
@@ -368,27 +390,53 @@ impl Db {
     }
 
     /// A pooled session for a request of `database_id`, counted against
-    /// that database's share of the pool: with its share all held, it waits
-    /// for one of the database's own sessions (503 naming the database's
-    /// requests in progress after the pool wait). Every request on behalf
-    /// of one database takes its sessions here. Held by a request that is
-    /// dropped before it finishes (the client went away), it cancels its
-    /// statement and is closed rather than pooled, and its share comes back
-    /// when the session is closed ([`PgConn`]).
+    /// that database's share of the pool, then against its owner's: with
+    /// either share all held, it waits for one of the database's (or the
+    /// owner's) own sessions (503 naming them after the pool wait). Every
+    /// request on behalf of one database takes its sessions here. Held by a
+    /// request that is dropped before it finishes (the client went away),
+    /// it cancels its statement and is closed rather than pooled, and its
+    /// shares come back when the session is closed ([`PgConn`]).
     pub async fn client_for(&self, database_id: &str) -> ApiResult<PgConn> {
         let start = Instant::now();
+        let left = || self.pool_wait.saturating_sub(start.elapsed());
         let got = async {
-            let share = self.fair.acquire(database_id, self.pool_wait).await?;
-            let timeouts = Timeouts {
-                wait: Some(self.pool_wait.saturating_sub(start.elapsed())),
-                ..self.pool.timeouts()
+            let database = self.fair.acquire(database_id, self.pool_wait).await?;
+            let owner_id = match self.owners.get(database_id) {
+                Some(owner_id) => owner_id,
+                None => self.read_owner(database_id, left()).await?,
             };
-            let session = self.pool.timeout_get(&timeouts).await?;
-            Ok(PgConn::new(session, Some(share)))
+            let owner = self.owner_fair.acquire(&owner_id, left()).await?;
+            let session = self.session_within(left()).await?;
+            Ok(PgConn::new(session, Some(Shares { database, owner })))
         }
         .await;
         pool_metrics::pool_wait(REQUEST_POOL, got.is_ok(), start.elapsed());
         got
+    }
+
+    /// A session of the request pool, waiting at most `wait`.
+    async fn session_within(&self, wait: Duration) -> ApiResult<Object> {
+        let timeouts = Timeouts {
+            wait: Some(wait),
+            ..self.pool.timeouts()
+        };
+        Ok(self.pool.timeout_get(&timeouts).await?)
+    }
+
+    /// The owner of `database_id`, read from its catalog row on a session
+    /// given back at once, and kept ([`Owners`]): only the first request
+    /// of each database after the node starts comes here. A database this
+    /// shard has no row for (its requests end in 404 or 421) counts as its
+    /// own owner, and is not kept.
+    async fn read_owner(&self, database_id: &str, wait: Duration) -> ApiResult<Arc<str>> {
+        let session = self.session_within(wait).await?;
+        let owner = crate::catalog::databases::owner_of(&session, database_id).await?;
+        drop(session);
+        Ok(match owner {
+            Some(owner_id) => self.owners.remember(database_id, &owner_id),
+            None => Arc::from(database_id),
+        })
     }
 
     /// A pooled session for work not on behalf of one database (health,

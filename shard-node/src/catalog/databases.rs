@@ -88,6 +88,19 @@ pub async fn get(
     row.as_ref().map(from_row).transpose()
 }
 
+/// The database's owner (`owner_id`, set once at creation), or `None`
+/// when this shard has no row for it. Read once per database and kept
+/// (`crate::owners`).
+pub async fn owner_of(
+    c: &impl GenericClient,
+    id: &str,
+) -> Result<Option<String>, tokio_postgres::Error> {
+    let row = c
+        .query_opt("SELECT owner_id FROM databases WHERE id = $1", &[&id])
+        .await?;
+    row.map(|r| r.try_get(0)).transpose()
+}
+
 /// The `schema_version` of the database when this shard serves it: its
 /// placement here is not `fenced` and, when the router named the epoch it
 /// routed by (`epoch`), at that epoch (docs/moves.md, "Held check").

@@ -4,17 +4,26 @@
 //! the reply body; it reads each table's live records in keyset pages of
 //! [`PAGE`] through the record read path (`records::cells::read`), so the
 //! node holds at most one page and one channel's worth of bytes whatever
-//! the database's size.
+//! the database's size. At most `SHARD_MAX_EXPORTS` run at once on a
+//! node, and one whose client takes no chunk for
+//! `SHARD_EXPORT_SEND_TIMEOUT_MS` is stopped, its session and thread
+//! given back ([`limits`]).
 //!
 //! * [`attachments`]: the `attachments/` files and `attachments.csv`.
 //! * [`cells`]: a read cell as CSV text (shapes, formula-injection rule).
+//! * [`limits`]: the node's export slots and the send timeout.
 //! * [`names`]: entry names (safe, collision suffixes).
 //! * [`writer`]: the zip's entries.
 
 pub mod attachments;
 pub mod cells;
+pub mod limits;
 pub mod names;
 pub mod writer;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::Poll;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
@@ -53,6 +62,8 @@ pub async fn handler(
     let database_id = access.database(&id)?.to_owned();
     check_fetch_site(&headers)?;
     let with_comments = matches!(access.principal.role, Some(Role::Editor | Role::Owner));
+    // Taken before the session, given back when the writing thread ends.
+    let slot = state.exports.slot()?;
     let mut client = state.db.client_for(&database_id).await?;
     let schema = state
         .schemas
@@ -74,14 +85,52 @@ pub async fn handler(
     };
     let (tx, mut rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(CHUNKS_IN_FLIGHT);
     let runtime = tokio::runtime::Handle::current();
+    let send_timeout = state.exports.send_timeout;
+    let failed = Arc::new(AtomicBool::new(false));
+    let stopped = Arc::clone(&failed);
     tokio::task::spawn_blocking(move || {
-        let sink = writer::ChannelSink::new(tx.clone());
+        let sink = writer::ChannelSink::new(tx.clone(), runtime.clone(), send_timeout);
+        let stalled = sink.stalled();
         if let Err(e) = writer::write_zip(sink, &plan, &client, &runtime) {
-            tracing::warn!(database_id = %plan.schema.database_id, error = %e, "export stopped");
-            let _ = tx.blocking_send(Err(std::io::Error::other(e.to_string())));
+            stopped.store(true, Ordering::Release);
+            let database_id = &plan.schema.database_id;
+            if stalled.load(Ordering::Acquire) {
+                tracing::warn!(
+                    %database_id,
+                    send_timeout_ms = send_timeout.as_millis() as u64,
+                    "export stopped: its client took no bytes within the send timeout; \
+                     its session and thread are released"
+                );
+            } else {
+                tracing::warn!(%database_id, error = %e, "export stopped");
+            }
+            // Never waits: a client that stopped reading gets the cut
+            // below once the channel is drained.
+            let _ = tx.try_send(Err(std::io::Error::other(e.to_string())));
+        }
+        // The session back to the pool, then the slot.
+        drop(client);
+        drop(slot);
+    });
+    // A stopped export ends its body with an error (the client sees a cut
+    // connection, never a short zip that looks whole).
+    let mut ended = false;
+    let stream = futures::stream::poll_fn(move |cx| {
+        if ended {
+            return Poll::Ready(None);
+        }
+        match rx.poll_recv(cx) {
+            Poll::Ready(None) => {
+                ended = true;
+                if failed.load(Ordering::Acquire) {
+                    Poll::Ready(Some(Err(std::io::Error::other("export stopped"))))
+                } else {
+                    Poll::Ready(None)
+                }
+            }
+            other => other,
         }
     });
-    let stream = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
     let filename = format!("export-{database_id}.zip");
     Ok((
         StatusCode::OK,

@@ -4,11 +4,14 @@
 //! `attachments.csv` ([`super::attachments`]), `README.txt`.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Bytes;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
+use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::mpsc::Sender;
 use tokio_postgres::types::ToSql;
 use zip::write::SimpleFileOptions;
@@ -120,20 +123,39 @@ pub fn manifest(
 }
 
 /// A `Write` that hands the zip's bytes to the reply body in chunks; a
-/// gone client fails the next write (the export stops).
+/// gone client fails the next write (the export stops), and so does a
+/// client that takes no chunk for `send_timeout` (marked
+/// [`ChannelSink::stalled`]).
 pub struct ChannelSink {
     tx: Sender<std::io::Result<Bytes>>,
     buf: Vec<u8>,
+    runtime: tokio::runtime::Handle,
+    send_timeout: Duration,
+    stalled: Arc<AtomicBool>,
 }
 
 const CHUNK: usize = 64 * 1024;
 
 impl ChannelSink {
-    pub fn new(tx: Sender<std::io::Result<Bytes>>) -> Self {
+    /// Called off the async runtime (it blocks on `runtime` while the
+    /// channel is full).
+    pub fn new(
+        tx: Sender<std::io::Result<Bytes>>,
+        runtime: tokio::runtime::Handle,
+        send_timeout: Duration,
+    ) -> Self {
         ChannelSink {
             tx,
             buf: Vec::with_capacity(CHUNK),
+            runtime,
+            send_timeout,
+            stalled: Arc::default(),
         }
+    }
+
+    /// Set once a write failed because the client took no chunk in time.
+    pub fn stalled(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.stalled)
     }
 
     fn send(&mut self) -> std::io::Result<()> {
@@ -141,9 +163,26 @@ impl ChannelSink {
             return Ok(());
         }
         let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)));
-        self.tx
-            .blocking_send(Ok(chunk))
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "client gone"))
+        let gone = || std::io::Error::new(std::io::ErrorKind::BrokenPipe, "client gone");
+        let chunk = match self.tx.try_send(Ok(chunk)) {
+            Ok(()) => return Ok(()),
+            Err(TrySendError::Closed(_)) => return Err(gone()),
+            Err(TrySendError::Full(chunk)) => chunk,
+        };
+        let waited = self
+            .runtime
+            .block_on(tokio::time::timeout(self.send_timeout, self.tx.send(chunk)));
+        match waited {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(gone()),
+            Err(_) => {
+                self.stalled.store(true, Ordering::Release);
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the client took no bytes within the export send timeout",
+                ))
+            }
+        }
     }
 }
 

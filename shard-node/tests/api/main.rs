@@ -6,6 +6,7 @@ mod comments;
 mod databases;
 mod deliveries;
 mod export;
+mod export_limits;
 mod fields;
 mod helpers;
 mod kept_plans;

@@ -1,5 +1,5 @@
 //! Time limits of the node's PostgreSQL sessions, pool exhaustion, each
-//! database's share of the pool, and what an abandoned request does to the
+//! database's and each owner's share of the pool, and what an abandoned request does to the
 //! statement it left running. A read is made slow by another session
 //! holding its table locked, so nothing here depends on how fast the
 //! machine is; each test runs a node of its own (small pool, chosen limits)
@@ -116,11 +116,12 @@ async fn a_statement_over_the_time_limit_is_stopped_with_a_400_naming_the_limit(
 async fn a_request_finding_every_session_busy_answers_503_with_retry_after() {
     let (url, _) = private_database().await;
     let (owner, table, relation, other) = fixture(&url).await;
-    // One database may hold the whole pool here: what runs out is the
-    // pool, not the database's share of it.
+    // One database (and one owner) may hold the whole pool here: what runs
+    // out is the pool, not the database's or the owner's share of it.
     let limits = DbLimits {
         pool_wait: Duration::from_millis(200),
         sessions_per_database: Some(2),
+        sessions_per_owner: Some(2),
         ..DbLimits::default()
     };
     let node = std::sync::Arc::new(spawn_app_with(url.clone(), 1, limits).await);
@@ -242,4 +243,113 @@ async fn a_database_holding_its_share_of_the_pool_waits_while_another_is_served(
     // Given back: A is served again.
     let r = records(&node, &slow, &owner_a).await;
     assert_eq!(r.status, 200, "{:?}", r.body);
+}
+
+/// Reads waiting for a lock on any of `relations`.
+async fn waiting_on_any(pg: &Client, relations: &[String]) -> i64 {
+    let mut total = 0;
+    for r in relations {
+        total += waiting_on(pg, r).await;
+    }
+    total
+}
+
+#[tokio::test]
+async fn an_owner_with_several_databases_cannot_take_every_session() {
+    let (url, _) = private_database().await;
+    // One owner with three databases, another owner with one.
+    let setup = spawn_app_on(url.clone()).await;
+    let user = user_id();
+    let mut owned = Vec::new();
+    for name in ["One", "Two", "Three"] {
+        let db = setup.create_database(&user, name).await;
+        let id = db["id"].as_str().unwrap().to_owned();
+        let p = owner(&user, &id);
+        let table = setup.create_table_id(&id, &p, "Slow").await;
+        let relation = shard_node::tenant_schema::table(&id, &table).unwrap();
+        owned.push((p, table, relation));
+    }
+    let (owner_b, table_b, _, _) = fixture(&url).await;
+    // Three sessions; one per database, at most two for one owner's.
+    let limits = DbLimits {
+        pool_wait: Duration::from_millis(500),
+        sessions_per_database: Some(1),
+        sessions_per_owner: Some(2),
+        ..DbLimits::default()
+    };
+    let node = std::sync::Arc::new(spawn_app_with(url.clone(), 3, limits).await);
+    let relations: Vec<String> = owned.iter().map(|(_, _, r)| r.clone()).collect();
+    let locker = connect(&url).await;
+    locker
+        .batch_execute(&format!(
+            "BEGIN; LOCK TABLE {} IN ACCESS EXCLUSIVE MODE",
+            relations.join(", ")
+        ))
+        .await
+        .unwrap();
+
+    // Slow reads of two of the owner's databases hold two sessions...
+    let held: Vec<_> = owned[..2]
+        .iter()
+        .map(|(p, table, _)| {
+            let (node, p, table) = (node.clone(), p.clone(), table.clone());
+            tokio::spawn(async move { records(&node, &table, &p).await })
+        })
+        .collect();
+    assert!(until_waiting_any(&locker, &relations, 2).await);
+
+    // ...so a read of the owner's third database waits for one of the
+    // owner's own sessions rather than taking the shard's last one...
+    let third = tokio::spawn({
+        let (p, table, _) = owned[2].clone();
+        let node = node.clone();
+        async move {
+            let resp = signed_get(&node, &format!("/api/tables/{table}/records"), &p).await;
+            let status = resp.status().as_u16();
+            let retry_after = resp.headers().get("retry-after").cloned();
+            let body: serde_json::Value = resp.json().await.unwrap();
+            (status, retry_after, body)
+        }
+    });
+    // (had it taken that session, its read would wait on the lock too)
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !third.is_finished() && waiting_on_any(&locker, &relations).await < 3 {
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // ...which another owner's request finds free.
+    let r = records(&node, &table_b, &owner_b).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+
+    let (status, retry_after, body) = third.await.unwrap();
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(retry_after.unwrap(), "1");
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
+    assert_eq!(
+        body["error"]["message"],
+        shard_node::error::OWNER_BUSY_MESSAGE,
+        "{body}"
+    );
+
+    locker.batch_execute("ROLLBACK").await.unwrap();
+    for h in held {
+        let r = h.await.unwrap();
+        assert_eq!(r.status, 200, "{:?}", r.body);
+    }
+    // Given back: the owner's third database is served again.
+    let (p, table, _) = &owned[2];
+    let r = records(&node, table, p).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+}
+
+/// Polls until [`waiting_on_any`] is `count`, at most [`PATIENCE`].
+async fn until_waiting_any(pg: &Client, relations: &[String], count: i64) -> bool {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while tokio::time::Instant::now() < deadline {
+        if waiting_on_any(pg, relations).await == count {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
 }
