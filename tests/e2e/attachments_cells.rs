@@ -18,7 +18,7 @@ const HELLO: &str = "hello world";
 const REPORT: &str = "a,b\n1,2\n";
 
 /// A file server on 127.0.0.1: its base URL and how many requests it got.
-async fn file_server() -> (String, Arc<AtomicUsize>) {
+pub(crate) async fn file_server() -> (String, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let hits = Arc::new(AtomicUsize::new(0));
