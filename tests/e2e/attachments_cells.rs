@@ -494,9 +494,10 @@ async fn url_limits_and_failures_fail_the_whole_batch_and_leave_nothing_on(store
     );
 
     // One bad URL among good ones: 400 naming it and why; nothing kept.
+    // A redirect to an internal address is refused without naming it.
     let cases = [
-        ("/redir-meta", "169.254.169.254"),
-        ("/redir-private", "10.0.0.1"),
+        ("/redir-meta", "refused: not a public address. Nothing was written."),
+        ("/redir-private", "refused: not a public address. Nothing was written."),
         ("/missing.txt", "404"),
         ("/huge", "larger than"),
     ];
@@ -514,6 +515,9 @@ async fn url_limits_and_failures_fail_the_whole_batch_and_leave_nothing_on(store
             .await;
         let m = r.expect_error(400, "bad_request");
         assert!(m.contains(&bad) && m.contains(why), "{path}: {m}");
+        for address in ["169.254.169.254", "10.0.0.1", "link-local", "private"] {
+            assert!(!m.contains(address), "{path}: {m}");
+        }
         assert!(
             fx.hits.load(Ordering::SeqCst) >= before + 3,
             "the good ones were fetched"
@@ -536,6 +540,10 @@ async fn url_limits_and_failures_fail_the_whole_batch_and_leave_nothing_on(store
         .await;
     let m = r.expect_error(400, "bad_request");
     assert!(m.contains("169.254.169.254"), "{m}");
+    assert!(
+        m.ends_with("/latest/: refused: not a public address. Nothing was written."),
+        "{m}"
+    );
     let page = api.get(&docs).await;
     assert_eq!(
         page.expect_ok()["records"],

@@ -194,9 +194,11 @@ pub async fn prefetch(
     if !candidate {
         return Ok(fetched);
     }
-    let schema = {
+    let (schema, held) = {
         let mut client = state.db.client_for(database_id).await?;
-        state.schemas.get(&mut client, database_id).await?
+        let schema = state.schemas.get(&mut client, database_id).await?;
+        let held = catalog::attachments::bytes_held(&*client, database_id).await?;
+        (schema, held)
     };
     let table = schema.table(table_id).ok_or(ApiError::NotFound)?;
     let wanted = wanted(table, cells)?;
@@ -204,10 +206,6 @@ pub async fn prefetch(
     if wanted.is_empty() {
         return Ok(fetched);
     }
-    let held = {
-        let client = state.db.client_for(database_id).await?;
-        catalog::attachments::bytes_held(&*client, database_id).await?
-    };
     let quota = state.attachment_quota;
     // Before anything is fetched: the room left, then the upload limit.
     if held >= quota {
