@@ -82,7 +82,10 @@ pub async fn forward(
     let (method, uri) = (&parts.method, &parts.uri);
     // A write that may fetch URLs takes what is left of the upload limit.
     let allowance = if upload_limit::may_fetch(method, uri.path(), &body) {
-        let a = state.uploads.allowance(&state.limiter, caller.user_id()).await;
+        let a = state
+            .uploads
+            .allowance(&state.limiter, caller.user_id())
+            .await;
         HeaderValue::try_from(a.header_value()).ok()
     } else {
         None
@@ -116,7 +119,10 @@ pub async fn forward(
     let fetched = upload_limit::take_fetched(resp.headers_mut());
     if fetched > 0 {
         let user = caller.user_id();
-        state.uploads.add_fetches(&state.limiter, user, fetched).await;
+        state
+            .uploads
+            .add_fetches(&state.limiter, user, fetched)
+            .await;
     }
     if let Some(table_id) = link_target::foreign_table(&resp) {
         let headers = &parts.headers;

@@ -259,7 +259,10 @@ pub const FETCHED_HEADER: &str = "x-cluster-attachment-fetches";
 /// update, upsert) whose body could spell `http` (literally, in any case,
 /// or through a JSON `\u` escape). Other requests carry no allowance.
 pub fn may_fetch(method: &http::Method, path: &str, body: &[u8]) -> bool {
-    let writes = matches!(*method, http::Method::POST | http::Method::PATCH | http::Method::PUT);
+    let writes = matches!(
+        *method,
+        http::Method::POST | http::Method::PATCH | http::Method::PUT
+    );
     writes
         && path.starts_with("/api/tables/")
         && path.ends_with("/records")
@@ -363,7 +366,11 @@ mod tests {
         let url = br#"{"records":[{"fields":{"F":["HTTPS://a.example/x"]}}]}"#;
         assert!(may_fetch(&Method::POST, records, url));
         assert!(may_fetch(&Method::PATCH, records, url));
-        assert!(may_fetch(&Method::PUT, records, br#"{"u":"\u0068ttps://x"}"#));
+        assert!(may_fetch(
+            &Method::PUT,
+            records,
+            br#"{"u":"\u0068ttps://x"}"#
+        ));
         assert!(!may_fetch(&Method::POST, records, br#"{"records":[]}"#));
         assert!(!may_fetch(&Method::GET, records, url));
         assert!(!may_fetch(&Method::POST, "/api/tables/tbl_x/fields", url));

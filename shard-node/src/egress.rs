@@ -537,7 +537,13 @@ mod tests {
     #[test]
     fn a_shown_refusal_names_no_address() {
         let none = Policy::new(&[]).unwrap();
-        for ip in ["10.1.2.3", "127.0.0.1", "169.254.169.254", "fd00::1", "8.8.4.4"] {
+        for ip in [
+            "10.1.2.3",
+            "127.0.0.1",
+            "169.254.169.254",
+            "fd00::1",
+            "8.8.4.4",
+        ] {
             let addr: IpAddr = ip.parse().unwrap();
             for scheme in [Scheme::Http, Scheme::Https] {
                 let Err(r) = none.check(scheme, addr) else {

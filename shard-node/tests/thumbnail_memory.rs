@@ -108,7 +108,10 @@ async fn decodes_stay_under_the_nodes_decode_budget() {
     // Within the budget: both derivatives are made.
     let small = Bytes::from(png(64, 48));
     let base = reset_peak();
-    assert!(pool.make(small).await.is_some(), "a small image gets thumbnails");
+    assert!(
+        pool.make(small).await.is_some(),
+        "a small image gets thumbnails"
+    );
     let used = peak_over(base);
     assert!(used < budget, "{used} bytes for a 64x48 image");
 
@@ -120,7 +123,10 @@ async fn decodes_stay_under_the_nodes_decode_budget() {
         let base = reset_peak();
         assert!(pool.make(source).await.is_none(), "{w}x{h}");
         let used = peak_over(base);
-        assert!(used < budget, "{w}x{h}: {used} bytes allocated, over the {budget} budget");
+        assert!(
+            used < budget,
+            "{w}x{h}: {used} bytes allocated, over the {budget} budget"
+        );
     }
 
     // Several at once wait for each other's share instead of adding up.
@@ -129,5 +135,8 @@ async fn decodes_stay_under_the_nodes_decode_budget() {
     let made = futures::future::join_all(images.into_iter().map(|i| pool.make(i))).await;
     let used = peak_over(base);
     assert!(made.iter().all(Option::is_some), "600x600 fits the budget");
-    assert!(used < budget + 8 * MIB, "{used} bytes for six decodes at once");
+    assert!(
+        used < budget + 8 * MIB,
+        "{used} bytes for six decodes at once"
+    );
 }

@@ -496,8 +496,14 @@ async fn url_limits_and_failures_fail_the_whole_batch_and_leave_nothing_on(store
     // One bad URL among good ones: 400 naming it and why; nothing kept.
     // A redirect to an internal address is refused without naming it.
     let cases = [
-        ("/redir-meta", "refused: not a public address. Nothing was written."),
-        ("/redir-private", "refused: not a public address. Nothing was written."),
+        (
+            "/redir-meta",
+            "refused: not a public address. Nothing was written.",
+        ),
+        (
+            "/redir-private",
+            "refused: not a public address. Nothing was written.",
+        ),
         ("/missing.txt", "404"),
         ("/huge", "larger than"),
     ];

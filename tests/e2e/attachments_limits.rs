@@ -97,7 +97,9 @@ async fn fetched_urls_count_against_the_upload_limit_on(store: Store) {
     let m = refused_by_the_limit(&r);
     assert!(m.ends_with("Nothing was fetched or written."), "{m}");
     assert_eq!(hits.load(Ordering::SeqCst), 0, "nothing was fetched");
-    fetch(api, &fx.0, std::slice::from_ref(&url)).await.expect_ok();
+    fetch(api, &fx.0, std::slice::from_ref(&url))
+        .await
+        .expect_ok();
     assert_eq!(hits.load(Ordering::SeqCst), 1);
     // The 61st, an upload or a fetch: the same 400.
     refused_by_the_limit(&upload(api, &fx, "b.txt", b"hello").await);

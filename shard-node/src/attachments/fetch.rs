@@ -23,10 +23,10 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::items::{self, Item};
-use super::{fetch_charge, ingest, settings};
 use super::limits::{
     MAX_DATABASE_BYTES, MAX_FILE_BYTES, MAX_URLS_PER_REQUEST, URL_FETCH_TIMEOUT, URL_FETCH_TOTAL,
 };
+use super::{fetch_charge, ingest, settings};
 use crate::catalog;
 use crate::egress::Refusal;
 use crate::error::{ApiError, ApiResult};
@@ -387,7 +387,10 @@ async fn fetch_one(
     if !status.is_success() {
         return Err(reason(format!("the server answered {status}")));
     }
-    if response.content_length().is_some_and(|n| n > MAX_FILE_BYTES) {
+    if response
+        .content_length()
+        .is_some_and(|n| n > MAX_FILE_BYTES)
+    {
         return Err(reason(too_large()));
     }
     if response.content_length().is_some_and(|n| n > cap.bytes) {

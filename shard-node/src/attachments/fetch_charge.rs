@@ -20,9 +20,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use axum::extract::Request;
+use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::Response;
-use axum::http::HeaderValue;
 
 use super::limits::{UPLOADS_PER_WINDOW, UPLOAD_WINDOW};
 use crate::error::{ApiError, ApiResult};
@@ -98,7 +98,11 @@ pub fn charge(urls: usize) -> ApiResult<()> {
         let so_far = charge.fetched.load(Ordering::Relaxed);
         let left = a.remaining.saturating_sub(so_far);
         if urls > left {
-            return Err(ApiError::bad_request(refusal_message(urls, left, a.retry_after_ms)));
+            return Err(ApiError::bad_request(refusal_message(
+                urls,
+                left,
+                a.retry_after_ms,
+            )));
         }
     }
     charge.fetched.fetch_add(urls, Ordering::Relaxed);

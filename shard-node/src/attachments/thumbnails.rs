@@ -162,7 +162,9 @@ pub fn plan(source: &[u8]) -> Option<Plan> {
         .into_decoder()
         .ok()?;
     let (width, height) = decoder.dimensions();
-    if u64::from(width) * u64::from(height) > MAX_THUMBNAIL_SOURCE_PIXELS || width == 0 || height == 0
+    if u64::from(width) * u64::from(height) > MAX_THUMBNAIL_SOURCE_PIXELS
+        || width == 0
+        || height == 0
     {
         return None;
     }

@@ -22,8 +22,8 @@ use serde_json::{json, Value};
 
 use super::ingest::{self, Stored};
 use super::limits::{MAX_FILE_BYTES, UPLOAD_ENVELOPE_BYTES};
-use super::settings::quota_text;
 use super::links::Signed;
+use super::settings::quota_text;
 use crate::auth::{Access, Editor};
 use crate::catalog::attachments::{self as registry, Attachment, NewAttachment};
 use crate::error::{ApiError, ApiResult};

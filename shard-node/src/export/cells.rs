@@ -145,7 +145,13 @@ mod tests {
             sql_type: Some("text".to_owned()),
             created_at: chrono::Utc::now(),
         };
-        let fields = [field("=cmd()"), field("Name"), field("-1"), field("+x"), field("@a")];
+        let fields = [
+            field("=cmd()"),
+            field("Name"),
+            field("-1"),
+            field("+x"),
+            field("@a"),
+        ];
         assert_eq!(
             header_cells(&fields),
             ["id", "'=cmd()", "Name", "-1", "'+x", "'@a"]

@@ -9,8 +9,8 @@ use cluster_protocol::control::{Access, Allocation, Role, ShardRef};
 use cluster_protocol::ids;
 use cluster_protocol::principal::Principal;
 use serde_json::Value;
-use shard_node::config::{Config, DbLimits, Secret};
 use shard_node::attachments::settings::AttachmentSettings;
+use shard_node::config::{Config, DbLimits, Secret};
 use tokio::sync::OnceCell;
 
 pub const SECRET: &str = "test-cluster-secret";
@@ -218,7 +218,15 @@ pub async fn spawn_app_attachments(attachments: AttachmentSettings) -> TestApp {
         egress_allow_cidrs: vec!["127.0.0.0/8".into(), "::1/128".into()],
         ..Default::default()
     };
-    spawn_node_with(url, 4, DbLimits::default(), webhooks, local_blobs(), attachments).await
+    spawn_node_with(
+        url,
+        4,
+        DbLimits::default(),
+        webhooks,
+        local_blobs(),
+        attachments,
+    )
+    .await
 }
 
 async fn spawn_node(
@@ -228,7 +236,15 @@ async fn spawn_node(
     webhooks: shard_node::config::WebhookSettings,
 ) -> TestApp {
     let attachments = AttachmentSettings::default();
-    spawn_node_with(url, pool_size, db_limits, webhooks, local_blobs(), attachments).await
+    spawn_node_with(
+        url,
+        pool_size,
+        db_limits,
+        webhooks,
+        local_blobs(),
+        attachments,
+    )
+    .await
 }
 
 async fn spawn_node_with(

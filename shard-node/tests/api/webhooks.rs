@@ -257,10 +257,7 @@ async fn urls_outside_the_allowed_ranges_are_refused_at_save() {
     let (db, owner) = app.owned_database().await;
     let path = format!("/api/databases/{db}/webhooks");
     for (url, starts) in [
-        (
-            "http://127.0.0.1:9/",
-            "url: refused: not a public address",
-        ),
+        ("http://127.0.0.1:9/", "url: refused: not a public address"),
         ("https://10.0.0.1/", "url: refused: not a public address"),
         (
             "https://169.254.169.254/latest",

@@ -308,10 +308,7 @@ async fn urls_are_checked_at_save() {
             "https://[::ffff:a9fe:a9fe]/",
             "url: refused: not a public address",
         ),
-        (
-            "http://100.64.0.1/",
-            "url: refused: not a public address",
-        ),
+        ("http://100.64.0.1/", "url: refused: not a public address"),
         (
             "ftp://127.0.0.1/",
             "url: the URL scheme must be http or https",
@@ -334,10 +331,7 @@ async fn urls_are_checked_at_save() {
         .patch(&path, json!({"url": "http://192.168.1.1/"}))
         .await
         .expect_error(400, "bad_request");
-    assert!(
-        m.starts_with("url: refused: not a public address"),
-        "{m}"
-    );
+    assert!(m.starts_with("url: refused: not a public address"), "{m}");
     assert_eq!(api.get(&path).await.expect_ok()["webhook"]["url"], LOCAL);
 }
 

@@ -108,7 +108,8 @@ async fn a_fetch_that_would_pass_the_quota_stores_nothing() {
     assert_eq!(r.status, 400, "{:?}", r.body);
     let m = r.error_message();
     assert!(
-        m.starts_with("records[0]: could not fetch") && m.contains("past its 1000 bytes of attachment storage"),
+        m.starts_with("records[0]: could not fetch")
+            && m.contains("past its 1000 bytes of attachment storage"),
         "{m}"
     );
     // 32 MiB undeclared: cut off at the room left while it streams, so
@@ -118,7 +119,11 @@ async fn a_fetch_that_would_pass_the_quota_stores_nothing() {
     let (endless, sent) = file_server(total, false).await;
     let r = f.write_urls(&[format!("{endless}/c.bin")]).await;
     assert_eq!(r.status, 400, "{:?}", r.body);
-    assert!(r.error_message().contains("past its 1000 bytes"), "{}", r.error_message());
+    assert!(
+        r.error_message().contains("past its 1000 bytes"),
+        "{}",
+        r.error_message()
+    );
     let sent = sent.load(Ordering::SeqCst);
     assert!(sent < total / 2, "the whole body was read: {sent} bytes");
     assert_eq!(stored_attachments(&f.db).len(), 1, "nothing more stored");
@@ -147,11 +152,18 @@ async fn a_fetch_that_would_pass_the_quota_stores_nothing() {
 
 /// A record write naming `urls`, carrying the allowance header the router
 /// sets (`<remaining> <retry ms>`).
-async fn write_with_allowance(f: &Fixture, allowance: &str, urls: &[String]) -> (u16, Value, Option<String>) {
+async fn write_with_allowance(
+    f: &Fixture,
+    allowance: &str,
+    urls: &[String],
+) -> (u16, Value, Option<String>) {
     let mut req = f
         .app
         .http
-        .post(format!("http://{}/api/tables/{}/records", f.app.addr, f.table))
+        .post(format!(
+            "http://{}/api/tables/{}/records",
+            f.app.addr, f.table
+        ))
         .header("content-type", "application/json")
         .header("x-cluster-upload-allowance", allowance)
         .body(json!({"records": [{"fields": {"Files": urls}}]}).to_string())
@@ -193,11 +205,18 @@ async fn urls_past_the_upload_allowance_are_refused_before_any_fetch() {
 async fn a_refused_or_failed_fetch_names_no_address() {
     // No egress allow list: loopback is refused, whatever the name.
     let f = fixture().await;
-    for url in ["https://localhost:9/x", "http://127.0.0.1:9/x", "https://[::1]:9/x"] {
+    for url in [
+        "https://localhost:9/x",
+        "http://127.0.0.1:9/x",
+        "https://[::1]:9/x",
+    ] {
         let r = f.write_urls(&[url.to_owned()]).await;
         assert_eq!(r.status, 400, "{url}: {:?}", r.body);
         let m = r.error_message();
-        assert!(m.ends_with("refused: not a public address. Nothing was written."), "{m}");
+        assert!(
+            m.ends_with("refused: not a public address. Nothing was written."),
+            "{m}"
+        );
         let said = m.replacen(url, "", 1);
         for leak in ["127.0.0.1", "::1", "loopback"] {
             assert!(!said.contains(leak), "{url}: {m}");

@@ -144,7 +144,10 @@ async fn a_host_resolving_to_loopback_is_refused_without_an_allow_list() {
         assert_eq!(r.body["status"], 0);
         let shown = r.body["error"].as_str().unwrap();
         assert!(shown.ends_with("refused: not a public address"), "{shown}");
-        assert!(!shown.contains("127.0.0.1") && !shown.contains("loopback"), "{shown}");
+        assert!(
+            !shown.contains("127.0.0.1") && !shown.contains("loopback"),
+            "{shown}"
+        );
     }
     assert!(h.receiver.hits().is_empty());
     // The node keeps working.
