@@ -521,8 +521,9 @@ async fn url_limits_and_failures_fail_the_whole_batch_and_leave_nothing_on(store
             .await;
         let m = r.expect_error(400, "bad_request");
         assert!(m.contains(&bad) && m.contains(why), "{path}: {m}");
+        let said = m.replacen(&bad, "", 1);
         for address in ["169.254.169.254", "10.0.0.1", "link-local", "private"] {
-            assert!(!m.contains(address), "{path}: {m}");
+            assert!(!said.contains(address), "{path}: {m}");
         }
         assert!(
             fx.hits.load(Ordering::SeqCst) >= before + 3,
