@@ -3,13 +3,15 @@
 //! request (method, path and query, body digest: the body is read whole, at
 //! most `cluster_protocol::MAX_BODY_BYTES`). A move's hold is waited out
 //! and 421 answers are retried (`misplaced`); a refused link target in
-//! another database is settled by `link_target`. Uploads and imports
-//! stream their bodies instead (`streamed`).
+//! another database is settled by `link_target`. A record write that may
+//! fetch attachment URLs carries the account's upload allowance, and the
+//! fetches the shard reports are added to it (`upload_limit`). Uploads and
+//! imports stream their bodies instead (`streamed`).
 
 use std::sync::Arc;
 
 use cluster_protocol::control::Placement;
-use http::Response;
+use http::{HeaderValue, Response};
 use hyper::body::Incoming;
 
 use crate::auth::Caller;
@@ -19,7 +21,7 @@ use crate::principal_sign::Request;
 use crate::state::AppState;
 use crate::streamed::{self, Destination, StreamedRoute};
 use crate::trace::{self, RequestSpan};
-use crate::{hold, link_target, misplaced};
+use crate::{hold, link_target, misplaced, upload_limit};
 
 pub async fn forward(
     state: &AppState,
@@ -80,10 +82,23 @@ pub async fn forward(
     };
 
     let (method, uri) = (&parts.method, &parts.uri);
+    // A write that may fetch URLs takes what is left of the upload limit.
+    let allowance = if upload_limit::may_fetch(method, uri.path(), &body) {
+        let a = state
+            .uploads
+            .allowance(&state.limiter, caller.user_id())
+            .await;
+        HeaderValue::try_from(a.header_value()).ok()
+    } else {
+        None
+    };
     let one_attempt = |p: Arc<Placement>| {
         // Built per attempt (a retry is rare) rather than cloned per request.
         let mut headers = request_headers(&parts.headers, &caller.address);
         trace::propagate(span, &parts.headers, &mut headers);
+        if let Some(a) = &allowance {
+            headers.insert(upload_limit::ALLOWANCE_HEADER, a.clone());
+        }
         let epoch = Some(p.epoch);
         state.signer.attach_with(
             &mut headers,
@@ -102,7 +117,15 @@ pub async fn forward(
                 .map_err(|e| shard_failure(span, shard_url, e))
         }
     };
-    let resp = misplaced::send(state, tag, placement.clone(), span, one_attempt).await?;
+    let mut resp = misplaced::send(state, tag, placement.clone(), span, one_attempt).await?;
+    let fetched = upload_limit::take_fetched(resp.headers_mut());
+    if fetched > 0 {
+        let user = caller.user_id();
+        state
+            .uploads
+            .add_fetches(&state.limiter, user, fetched)
+            .await;
+    }
     if let Some(table_id) = link_target::foreign_table(&resp) {
         let headers = &parts.headers;
         return link_target::answer(state, caller, &access, &table_id, resp, headers, span).await;

@@ -179,6 +179,7 @@ async fn spawn_shard(database_url: String) -> SocketAddr {
         blobs: blobstore::Settings::local(
             std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("trace-test-blobs"),
         ),
+        attachments: Default::default(),
         public_url: shard_node::config::DEFAULT_PUBLIC_URL.into(),
         metrics: None,
     };

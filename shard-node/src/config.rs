@@ -106,6 +106,9 @@ pub struct Config {
     /// Where attachment bytes live: `BLOB_STORE` (`local` or `s3`),
     /// `BLOB_DIR`, `S3_*` ([`blobstore::settings`] has the table).
     pub blobs: blobstore::Settings,
+    /// Storage quota and thumbnail memory budgets (`ATTACHMENT_QUOTA_BYTES`,
+    /// `THUMBNAIL_QUEUE_BYTES`, `THUMBNAIL_DECODE_BYTES`).
+    pub attachments: crate::attachments::settings::AttachmentSettings,
     /// `PUBLIC_URL`, default `http://127.0.0.1:8080`: the router address
     /// clients reach, the base of signed attachment links (local store).
     pub public_url: String,
@@ -416,6 +419,7 @@ impl Config {
             db_limits: DbLimits::from_env()?,
             webhooks: WebhookSettings::from_env()?,
             blobs: blobstore::Settings::from_env()?,
+            attachments: crate::attachments::settings::AttachmentSettings::from_env()?,
             public_url: optional("PUBLIC_URL").unwrap_or_else(|| DEFAULT_PUBLIC_URL.into()),
             metrics: None,
         })

@@ -148,13 +148,55 @@ pub struct Policy {
     allow: Vec<IpNet>,
 }
 
-/// Why an address or a URL was refused.
+/// What a client is told about an address the guard refused: never the
+/// address itself (that would map the internal network for any tenant).
+pub const NOT_PUBLIC: &str = "refused: not a public address";
+
+/// Why an address or a URL was refused: what the client may read
+/// (`Display`, the delivery log, a 400) and the detail for the node's own
+/// log ([`Refusal::detail`]), which may name the resolved address.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal(pub String);
+pub struct Refusal {
+    shown: String,
+    detail: String,
+}
+
+impl Refusal {
+    /// A refusal whose text reveals nothing the caller did not write (a
+    /// scheme, a host name it gave): shown as it is.
+    pub fn plain(text: impl Into<String>) -> Refusal {
+        let text = text.into();
+        Refusal {
+            shown: text.clone(),
+            detail: text,
+        }
+    }
+
+    /// A refused address: the client reads `shown`, the log `detail`.
+    pub fn hidden(shown: impl Into<String>, detail: impl Into<String>) -> Refusal {
+        Refusal {
+            shown: shown.into(),
+            detail: detail.into(),
+        }
+    }
+
+    /// The same refusal with `host: ` before both texts.
+    fn of_host(self, host: &str) -> Refusal {
+        Refusal {
+            shown: format!("{host}: {}", self.shown),
+            detail: format!("{host}: {}", self.detail),
+        }
+    }
+
+    /// The whole reason, for the node's log only.
+    pub fn detail(&self) -> &str {
+        &self.detail
+    }
+}
 
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.shown)
     }
 }
 
@@ -198,13 +240,17 @@ impl Policy {
         }
         match (scheme, classify(ip)) {
             (Scheme::Https, Class::Public) => Ok(()),
-            (Scheme::Http, Class::Public) => Err(Refusal(format!(
-                "plain http may reach only the allowed private ranges ({ip} is public; use https)"
-            ))),
-            (_, class) => Err(Refusal(format!(
-                "{ip} is a {} address, which outbound requests may not reach",
-                class.describe()
-            ))),
+            (Scheme::Http, Class::Public) => Err(Refusal::hidden(
+                "refused: plain http may reach only the allowed private ranges; use https",
+                format!("plain http may reach only the allowed private ranges ({ip} is public)"),
+            )),
+            (_, class) => Err(Refusal::hidden(
+                NOT_PUBLIC,
+                format!(
+                    "{ip} is a {} address, which outbound requests may not reach",
+                    class.describe()
+                ),
+            )),
         }
     }
 }
@@ -214,7 +260,7 @@ pub fn scheme_of(url: &Url) -> Result<Scheme, Refusal> {
     match url.scheme() {
         "https" => Ok(Scheme::Https),
         "http" => Ok(Scheme::Http),
-        other => Err(Refusal(format!(
+        other => Err(Refusal::plain(format!(
             "the URL scheme must be http or https, not {other:?}"
         ))),
     }
@@ -271,7 +317,7 @@ impl Egress {
             Some(url::Host::Ipv4(ip)) => self.policy.check(scheme, IpAddr::V4(ip))?,
             Some(url::Host::Ipv6(ip)) => self.policy.check(scheme, IpAddr::V6(ip))?,
             Some(url::Host::Domain(_)) => {}
-            None => return Err(Refusal("the URL has no host".into())),
+            None => return Err(Refusal::plain("the URL has no host")),
         }
         Ok(match scheme {
             Scheme::Https => &self.https,
@@ -283,13 +329,13 @@ impl Egress {
     /// http or https, and every address its host resolves to now may be
     /// reached (checked again on every send). The error says what is wrong.
     pub async fn check_url(&self, text: &str) -> Result<Url, Refusal> {
-        let url = Url::parse(text).map_err(|e| Refusal(format!("it is not a URL ({e})")))?;
+        let url = Url::parse(text).map_err(|e| Refusal::plain(format!("it is not a URL ({e})")))?;
         let scheme = scheme_of(&url)?;
         let addrs: Vec<IpAddr> = match url.host() {
             Some(url::Host::Ipv4(ip)) => vec![IpAddr::V4(ip)],
             Some(url::Host::Ipv6(ip)) => vec![IpAddr::V6(ip)],
             Some(url::Host::Domain(host)) => lookup(host).await?.map(|a| a.ip()).collect(),
-            None => return Err(Refusal("the URL has no host".into())),
+            None => return Err(Refusal::plain("the URL has no host")),
         };
         for ip in addrs {
             self.policy.check(scheme, ip)?;
@@ -302,13 +348,47 @@ impl Egress {
 async fn lookup(host: &str) -> Result<std::vec::IntoIter<SocketAddr>, Refusal> {
     let found = tokio::time::timeout(LOOKUP_TIMEOUT, tokio::net::lookup_host((host, 0)))
         .await
-        .map_err(|_| Refusal(format!("looking up {host} took too long")))?
-        .map_err(|e| Refusal(format!("{host} does not resolve ({e})")))?;
+        .map_err(|_| Refusal::plain(format!("looking up {host} took too long")))?
+        .map_err(|e| {
+            Refusal::hidden(
+                format!("{host} does not resolve"),
+                format!("{host} does not resolve ({e})"),
+            )
+        })?;
     let all: Vec<SocketAddr> = found.collect();
     if all.is_empty() {
-        return Err(Refusal(format!("{host} resolves to no address")));
+        return Err(Refusal::plain(format!("{host} resolves to no address")));
     }
     Ok(all.into_iter())
+}
+
+/// An error and its causes, `: `-separated, without repeats: for the
+/// node's log only (it names addresses, ports, TLS details).
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        let text = err.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        cur = err.source();
+    }
+    parts.join(": ")
+}
+
+/// What a client may read of a failed outbound request: the kind of
+/// failure in a few words, nothing of the error chain.
+pub fn failure_kind(e: &reqwest::Error) -> &'static str {
+    if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else if e.is_body() || e.is_decode() {
+        "the reply could not be read"
+    } else {
+        "the request failed"
+    }
 }
 
 /// A resolver that looks the host up once and passes on only the addresses
@@ -336,8 +416,8 @@ impl Resolve for GuardedResolver {
                 }
             }
             if allowed.is_empty() {
-                let r = first_refusal.unwrap_or_else(|| Refusal(format!("{host}: no address")));
-                return Err(Box::new(Refusal(format!("{host}: {r}"))) as _);
+                let r = first_refusal.unwrap_or_else(|| Refusal::plain("no address"));
+                return Err(Box::new(r.of_host(host)) as _);
             }
             let addrs: Addrs = Box::new(allowed.into_iter());
             Ok(addrs)
@@ -447,15 +527,42 @@ mod tests {
         let msg = none
             .check(Scheme::Https, ip("169.254.169.254"))
             .unwrap_err();
-        assert!(msg.0.contains("link-local"), "{msg}");
+        assert!(msg.detail().contains("link-local"), "{msg:?}");
+        assert_eq!(msg.to_string(), NOT_PUBLIC);
         assert!(Policy::new(&["not-a-cidr".into()]).is_err());
+    }
+
+    /// What a client reads never names the refused address (it would map
+    /// the internal network); the log's detail does.
+    #[test]
+    fn a_shown_refusal_names_no_address() {
+        let none = Policy::new(&[]).unwrap();
+        for ip in [
+            "10.1.2.3",
+            "127.0.0.1",
+            "169.254.169.254",
+            "fd00::1",
+            "8.8.4.4",
+        ] {
+            let addr: IpAddr = ip.parse().unwrap();
+            for scheme in [Scheme::Http, Scheme::Https] {
+                let Err(r) = none.check(scheme, addr) else {
+                    continue;
+                };
+                let shown = r.to_string();
+                assert!(!shown.contains(ip), "{shown}");
+                assert!(shown.starts_with("refused: "), "{shown}");
+                assert!(r.detail().contains(ip), "{r:?}");
+            }
+        }
     }
 
     #[tokio::test]
     async fn a_name_resolving_to_loopback_is_refused_without_an_allow_list() {
         let none = Egress::new(&[]).unwrap();
         let err = none.check_url("https://localhost:9/x").await.unwrap_err();
-        assert!(err.0.contains("loopback"), "{err}");
+        assert!(err.detail().contains("loopback"), "{err:?}");
+        assert_eq!(err.to_string(), NOT_PUBLIC);
         assert!(none.check_url("ftp://example.com/").await.is_err());
         assert!(none.check_url("not a url").await.is_err());
         let url: Url = "http://127.0.0.1:9/".parse().unwrap();

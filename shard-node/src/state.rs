@@ -35,8 +35,11 @@ pub struct AppState {
     pub blobs: blobstore::BlobStore,
     /// Signs the links of attachment cells and uploads (`PUBLIC_URL`).
     pub links: crate::attachments::links::Links,
-    /// The bounded pool image derivatives are made on (one per CPU).
+    /// The bounded pool image derivatives are made on (one per CPU, under
+    /// the node's thumbnail memory budgets).
     pub thumbnailer: crate::attachments::thumbnails::Pool,
+    /// The storage quota per database (`ATTACHMENT_QUOTA_BYTES`).
+    pub attachment_quota: i64,
     /// `GET /metrics`, when the node has a recorder and an admin token.
     pub metrics: Option<crate::metrics::Page>,
     /// Rows written per record table since its last `ANALYZE`.
@@ -67,7 +70,8 @@ impl AppState {
                 &config.public_url,
                 blobs,
             ),
-            thumbnailer: Default::default(),
+            thumbnailer: crate::attachments::thumbnails::Pool::with_budgets(&config.attachments),
+            attachment_quota: config.attachments.database_quota_bytes,
             metrics: crate::metrics::Page::new(
                 config.metrics.clone(),
                 config.control_plane_token.clone(),

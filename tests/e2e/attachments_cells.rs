@@ -18,7 +18,7 @@ const HELLO: &str = "hello world";
 const REPORT: &str = "a,b\n1,2\n";
 
 /// A file server on 127.0.0.1: its base URL and how many requests it got.
-async fn file_server() -> (String, Arc<AtomicUsize>) {
+pub(crate) async fn file_server() -> (String, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let hits = Arc::new(AtomicUsize::new(0));
@@ -494,9 +494,16 @@ async fn url_limits_and_failures_fail_the_whole_batch_and_leave_nothing_on(store
     );
 
     // One bad URL among good ones: 400 naming it and why; nothing kept.
+    // A redirect to an internal address is refused without naming it.
     let cases = [
-        ("/redir-meta", "169.254.169.254"),
-        ("/redir-private", "10.0.0.1"),
+        (
+            "/redir-meta",
+            "refused: not a public address. Nothing was written.",
+        ),
+        (
+            "/redir-private",
+            "refused: not a public address. Nothing was written.",
+        ),
         ("/missing.txt", "404"),
         ("/huge", "larger than"),
     ];
@@ -514,6 +521,10 @@ async fn url_limits_and_failures_fail_the_whole_batch_and_leave_nothing_on(store
             .await;
         let m = r.expect_error(400, "bad_request");
         assert!(m.contains(&bad) && m.contains(why), "{path}: {m}");
+        let said = m.replacen(&bad, "", 1);
+        for address in ["169.254.169.254", "10.0.0.1", "link-local", "private"] {
+            assert!(!said.contains(address), "{path}: {m}");
+        }
         assert!(
             fx.hits.load(Ordering::SeqCst) >= before + 3,
             "the good ones were fetched"
@@ -536,6 +547,10 @@ async fn url_limits_and_failures_fail_the_whole_batch_and_leave_nothing_on(store
         .await;
     let m = r.expect_error(400, "bad_request");
     assert!(m.contains("169.254.169.254"), "{m}");
+    assert!(
+        m.ends_with("/latest/: refused: not a public address. Nothing was written."),
+        "{m}"
+    );
     let page = api.get(&docs).await;
     assert_eq!(
         page.expect_ok()["records"],

@@ -14,16 +14,16 @@ use e2e_tests::{cluster, id, Api, Person};
 use serde_json::{json, Value};
 
 /// The export's status, headers and entries (name -> bytes).
-struct Export {
-    status: u16,
+pub(crate) struct Export {
+    pub(crate) status: u16,
     headers: reqwest::header::HeaderMap,
-    entries: BTreeMap<String, Vec<u8>>,
+    pub(crate) entries: BTreeMap<String, Vec<u8>>,
     /// Entry names in archive order.
     order: Vec<String>,
-    body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
 }
 
-async fn export(person: &Person, db_id: &str, fetch_site: Option<&str>) -> Export {
+pub(crate) async fn export(person: &Person, db_id: &str, fetch_site: Option<&str>) -> Export {
     let mut req = person
         .api
         .http
@@ -66,7 +66,7 @@ async fn export(person: &Person, db_id: &str, fetch_site: Option<&str>) -> Expor
 }
 
 /// A CSV entry's rows, after checking its byte-order mark.
-fn csv_rows(bytes: &[u8]) -> Vec<Vec<String>> {
+pub(crate) fn csv_rows(bytes: &[u8]) -> Vec<Vec<String>> {
     let text = bytes
         .strip_prefix(b"\xEF\xBB\xBF")
         .expect("CSV starts with a UTF-8 BOM");

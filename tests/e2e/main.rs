@@ -1,12 +1,14 @@
 //! One test binary for the whole end-to-end suite (links once).
 
 mod attachments_cells;
+mod attachments_limits;
 mod attachments_upload;
 mod auth;
 mod client_errors;
 mod cross_tenant;
 mod databases;
 mod export;
+mod export_headers;
 mod fields;
 mod fixtures;
 mod import;

@@ -4,8 +4,13 @@
 //! answers), anonymously, through the node's egress guard. Redirects are
 //! followed here, one hop at a time, so every hop's scheme and address is
 //! checked again. Each body streams into the blob store under the file
-//! cap. Any failure fails the whole batch naming the URL and the reason,
-//! and every file fetched so far is deleted.
+//! cap and the room left under the database's storage quota (checked
+//! before the first fetch, and against every body as it streams: nothing
+//! is stored past it). Each URL counts against the account's upload limit
+//! ([`fetch_charge`]). Any failure fails the whole batch naming the URL
+//! and the reason (never the resolved address or the connection's error
+//! chain: those go to the node's log), and every file fetched so far is
+//! deleted.
 
 use std::collections::HashMap;
 use std::io;
@@ -17,9 +22,12 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 use url::Url;
 
-use super::ingest;
 use super::items::{self, Item};
-use super::limits::{MAX_FILE_BYTES, MAX_URLS_PER_REQUEST, URL_FETCH_TIMEOUT, URL_FETCH_TOTAL};
+use super::limits::{
+    MAX_DATABASE_BYTES, MAX_FILE_BYTES, MAX_URLS_PER_REQUEST, URL_FETCH_TIMEOUT, URL_FETCH_TOTAL,
+};
+use super::{fetch_charge, ingest, settings};
+use crate::catalog;
 use crate::egress::Refusal;
 use crate::error::{ApiError, ApiResult};
 use crate::records::cells::write::resolve;
@@ -61,6 +69,8 @@ pub struct Fetched {
     database_id: String,
     files: HashMap<(usize, String, usize), FetchedFile>,
     blobs: Option<blobstore::BlobStore>,
+    /// The database's storage quota when files were fetched.
+    quota: Option<i64>,
 }
 
 impl Drop for Fetched {
@@ -88,6 +98,11 @@ impl Fetched {
     /// The file fetched for item `pos` of `field_id` of record `record`.
     pub fn get(&self, record: usize, field_id: &str, pos: usize) -> Option<&FetchedFile> {
         self.files.get(&(record, field_id.to_owned(), pos))
+    }
+
+    /// The storage quota the fetched files are charged against.
+    pub fn quota(&self) -> i64 {
+        self.quota.unwrap_or(MAX_DATABASE_BYTES)
     }
 
     /// Passes on the outcome of the write these files were fetched for,
@@ -170,6 +185,7 @@ pub async fn prefetch(
         database_id: database_id.to_owned(),
         files: HashMap::new(),
         blobs: Some(state.blobs.clone()),
+        quota: Some(state.attachment_quota),
     };
     let candidate = cells
         .iter()
@@ -178,26 +194,44 @@ pub async fn prefetch(
     if !candidate {
         return Ok(fetched);
     }
-    let schema = {
+    let (schema, held) = {
         let mut client = state.db.client_for(database_id).await?;
-        state.schemas.get(&mut client, database_id).await?
+        let schema = state.schemas.get(&mut client, database_id).await?;
+        let held = catalog::attachments::bytes_held(&*client, database_id).await?;
+        (schema, held)
     };
     let table = schema.table(table_id).ok_or(ApiError::NotFound)?;
     let wanted = wanted(table, cells)?;
     check_count(wanted.len())?;
+    if wanted.is_empty() {
+        return Ok(fetched);
+    }
+    let quota = state.attachment_quota;
+    // Before anything is fetched: the room left, then the upload limit.
+    if held >= quota {
+        return Err(over_quota(quota, None));
+    }
+    let mut room = (quota - held) as u64;
+    fetch_charge::charge(wanted.len())?;
     let tag = ids::tag_of(Kind::Database, database_id)
         .ok_or_else(|| anyhow::anyhow!("database id without a tag"))?;
     let all_by = Instant::now() + URL_FETCH_TOTAL;
     for w in wanted {
         let id = ids::new_tagged(Kind::Attachment, tag);
         let url_by = (Instant::now() + URL_FETCH_TIMEOUT).min(all_by);
-        match fetch_one(state, database_id, &id, &w, url_by, all_by).await {
+        let cap = Cap {
+            bytes: room.min(MAX_FILE_BYTES),
+            by_quota: room < MAX_FILE_BYTES,
+        };
+        match fetch_one(state, database_id, &id, &w, (url_by, all_by), cap).await {
             Ok(file) => {
+                room = room.saturating_sub(file.size_bytes as u64);
                 fetched.files.insert((w.record, w.field_id, w.pos), file);
             }
             Err(e) => {
                 fetched.discard(state).await;
                 return Err(match e {
+                    Failure::OverQuota => over_quota(quota, Some((w.record, &w.url))),
                     Failure::Reason(reason) => ApiError::bad_request(format!(
                         "records[{}]: could not fetch {}: {reason}. Nothing was written.",
                         w.record, w.url
@@ -217,7 +251,44 @@ pub async fn prefetch(
 #[derive(Debug)]
 enum Failure {
     Reason(String),
+    /// The file would take the database past its storage quota.
+    OverQuota,
     Store(BlobError),
+}
+
+/// The most bytes one fetch may store: the file cap, or the room left
+/// under the database's quota when that is less.
+#[derive(Debug, Clone, Copy)]
+struct Cap {
+    bytes: u64,
+    by_quota: bool,
+}
+
+impl Cap {
+    /// The failure of a body over the cap.
+    fn exceeded(self) -> Failure {
+        if self.by_quota {
+            Failure::OverQuota
+        } else {
+            reason(too_large())
+        }
+    }
+}
+
+/// 400: the database has no room for (more) fetched files; `at` names the
+/// record and URL that would have gone past the quota. Nothing is stored.
+fn over_quota(quota: i64, at: Option<(usize, &str)>) -> ApiError {
+    let limit = settings::quota_text(quota);
+    ApiError::bad_request(match at {
+        Some((record, url)) => format!(
+            "records[{record}]: could not fetch {url}: it would take this database past its \
+             {limit} of attachment storage. Nothing was written."
+        ),
+        None => format!(
+            "This database has reached its {limit} limit of attachment storage: delete \
+             attachments before adding more. Nothing was fetched or written."
+        ),
+    })
 }
 
 fn reason(s: impl Into<String>) -> Failure {
@@ -252,22 +323,16 @@ fn refusal_in<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a Refusa
     None
 }
 
-fn request_failed(e: &reqwest::Error) -> String {
+/// What the client reads of a failed request: a refused address or the
+/// kind of failure, never the connect/TLS error chain (it would map the
+/// internal network's names and ports); the chain goes to the node's log.
+fn request_failed(url: &Url, e: &reqwest::Error) -> String {
+    let detail = crate::egress::error_chain(e);
+    tracing::info!(host = url.host_str().unwrap_or(""), error = %detail, "an attachment URL fetch failed");
     if let Some(r) = refusal_in(e) {
-        return format!("address refused: {r}");
+        return r.to_string();
     }
-    let mut text = e.to_string();
-    let mut cur = std::error::Error::source(e);
-    while let Some(s) = cur {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        cur = s.source();
-    }
-    if e.is_connect() {
-        format!("could not connect ({text})")
-    } else {
-        format!("the request failed ({text})")
-    }
+    crate::egress::failure_kind(e).to_owned()
 }
 
 /// The response of the last hop of `start`'s redirect chain.
@@ -282,11 +347,14 @@ async fn follow(
         let client = state
             .egress
             .client_for(&url)
-            .map_err(|r| reason(format!("address refused: {r}")))?;
+            .map_err(|r| {
+                tracing::info!(url = %url, reason = r.detail(), "an attachment URL was refused by the egress guard");
+                reason(r.to_string())
+            })?;
         let response = tokio::time::timeout_at(url_by, client.get(url.clone()).send())
             .await
             .map_err(|_| reason(timed_out(url_by, all_by)))?
-            .map_err(|e| reason(request_failed(&e)))?;
+            .map_err(|e| reason(request_failed(&url, &e)))?;
         let status = response.status();
         if !status.is_redirection() {
             return Ok((url, response));
@@ -311,8 +379,8 @@ async fn fetch_one(
     database_id: &str,
     id: &str,
     w: &Wanted,
-    url_by: Instant,
-    all_by: Instant,
+    (url_by, all_by): (Instant, Instant),
+    cap: Cap,
 ) -> Result<FetchedFile, Failure> {
     let (url, response) = follow(state, &w.url, url_by, all_by).await?;
     let status = response.status();
@@ -324,6 +392,9 @@ async fn fetch_one(
         .is_some_and(|n| n > MAX_FILE_BYTES)
     {
         return Err(reason(too_large()));
+    }
+    if response.content_length().is_some_and(|n| n > cap.bytes) {
+        return Err(cap.exceeded());
     }
     let header = |name| {
         response
@@ -343,7 +414,7 @@ async fn fetch_one(
         &content_type,
     );
     let body = body_stream(response, url_by, timed_out(url_by, all_by));
-    match ingest::store(state, database_id, id, &content_type, body).await {
+    match ingest::store(state, database_id, id, &content_type, body, cap.bytes).await {
         Ok(stored) => Ok(FetchedFile {
             id: id.to_owned(),
             url: w.url.clone(),
@@ -355,11 +426,24 @@ async fn fetch_one(
         Err(e) => {
             ingest::discard(state, database_id, id).await;
             match e {
-                BlobError::TooLarge { .. } => Err(reason(too_large())),
-                BlobError::Body(e) => Err(reason(format!("reading the file failed: {e}"))),
+                BlobError::TooLarge { .. } => Err(cap.exceeded()),
+                BlobError::Body(e) => {
+                    tracing::info!(url = %url, error = %e, "reading a fetched attachment failed");
+                    Err(reason(read_failed(&e)))
+                }
                 other => Err(Failure::Store(other)),
             }
         }
+    }
+}
+
+/// A body that stopped: the deadline's own words (they say which limit),
+/// else no more than that reading failed.
+fn read_failed(e: &io::Error) -> String {
+    if e.kind() == io::ErrorKind::TimedOut {
+        e.to_string()
+    } else {
+        "reading the file failed (the connection broke off)".to_owned()
     }
 }
 

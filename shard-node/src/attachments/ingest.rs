@@ -43,8 +43,8 @@ pub fn resolve_content_type(declared: &str, head: &[u8]) -> String {
 }
 
 /// Streams `body` into the store as the original of `attachment_id` of
-/// `database_id` (at most [`MAX_FILE_BYTES`]: past it nothing is kept and
-/// the answer is [`BlobError::TooLarge`]), then makes the derivatives when
+/// `database_id` (at most `cap` bytes, never over [`MAX_FILE_BYTES`]:
+/// past it nothing is kept and the answer is [`BlobError::TooLarge`]), then makes the derivatives when
 /// the content type (`content_type`, or sniffed when that is empty or
 /// `application/octet-stream`) and the bytes say it is an image that
 /// qualifies. On an error nothing of the attachment is kept.
@@ -54,6 +54,7 @@ pub async fn store<S>(
     attachment_id: &str,
     content_type: &str,
     body: S,
+    cap: u64,
 ) -> Result<Stored, BlobError>
 where
     S: Stream<Item = io::Result<Bytes>> + Send,
@@ -66,7 +67,7 @@ where
             head.extend_from_slice(&chunk[..room.min(chunk.len())]);
         }
     });
-    let size = state.blobs.put(&key, body, MAX_FILE_BYTES).await?;
+    let size = state.blobs.put(&key, body, cap.min(MAX_FILE_BYTES)).await?;
     let content_type = resolve_content_type(content_type, &head);
     let thumbnails = if thumbnails::qualifies(&content_type, size, &head) {
         match derive(state, database_id, attachment_id).await {
@@ -99,6 +100,17 @@ async fn derive(
     if blob.size > MAX_THUMBNAIL_SOURCE_BYTES {
         return Ok(false);
     }
+    // The source is held in memory from here until its derivatives are
+    // made: only within the node's queue budget (else no thumbnails).
+    let Some(_held) = state.thumbnailer.hold(blob.size) else {
+        tracing::info!(
+            database_id,
+            attachment_id,
+            size = blob.size,
+            "the node's thumbnail queue budget is full; no thumbnails for this image"
+        );
+        return Ok(false);
+    };
     let mut source = BytesMut::with_capacity(blob.size as usize);
     let mut body = blob.body;
     while let Some(chunk) = body
@@ -106,6 +118,10 @@ async fn derive(
         .await
         .map_err(|e| anyhow::Error::new(e).context("read an original back"))?
     {
+        if (source.len() + chunk.len()) as u64 > blob.size {
+            // More than the store said: not what was held for.
+            return Ok(false);
+        }
         source.extend_from_slice(&chunk);
     }
     let Some(made) = state.thumbnailer.make(source.freeze()).await else {

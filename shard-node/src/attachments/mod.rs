@@ -8,12 +8,14 @@
 //! [`shown`] turns stored ids into the objects replies and payloads carry.
 
 pub mod fetch;
+pub mod fetch_charge;
 pub mod files;
 pub mod ingest;
 pub mod items;
 pub mod limits;
 pub mod links;
 pub mod place;
+pub mod settings;
 pub mod shown;
 pub mod sweeper;
 pub mod thumbnails;

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::fetch::Fetched;
 use super::items::Item;
-use super::limits::MAX_DATABASE_BYTES;
+use super::settings::quota_text;
 use crate::catalog::attachments::{self, NewAttachment};
 use crate::error::{ApiError, ApiResult};
 use crate::records::cells::write::Prepared;
@@ -245,10 +245,11 @@ pub async fn settle(
     attachments::place(c, &written_refs).await?;
     let drop: Vec<&str> = to_drop.iter().map(String::as_str).collect();
     attachments::delete(c, database_id, &drop).await?;
-    if charged > 0 && !attachments::charge(c, database_id, charged, MAX_DATABASE_BYTES).await? {
+    let quota = fetched.quota();
+    if charged > 0 && !attachments::charge(c, database_id, charged, quota).await? {
         return Err(ApiError::bad_request(format!(
-            "The fetched files would take this database past its {} GB of attachments; nothing was written.",
-            MAX_DATABASE_BYTES / (1024 * 1024 * 1024)
+            "The fetched files would take this database past its {} of attachments; nothing was written.",
+            quota_text(quota)
         )));
     }
     Ok(())

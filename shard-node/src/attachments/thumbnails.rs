@@ -6,9 +6,12 @@
 //! Skipped (the attachment keeps `thumb_url = card_url = url`): anything
 //! that is not a raster image the decoder knows, SVG, sources over
 //! [`MAX_THUMBNAIL_SOURCE_BYTES`] or [`MAX_THUMBNAIL_SOURCE_PIXELS`] (read
-//! from the header before anything is decoded) and undecodable bytes. The
-//! decoder runs under [`decoder_limits`], so a decompression bomb fails to
-//! decode instead of exhausting memory.
+//! from the header before anything is decoded), undecodable bytes, and
+//! images the node's memory budgets have no room for ([`Pool`]). Each
+//! decode reserves what its header says it will take ([`decode_cost`])
+//! from the node-wide `THUMBNAIL_DECODE_BYTES` before it starts and runs
+//! with that as the decoder's `max_alloc`, so decompression bombs fail to
+//! decode, and all decodes together stay under the budget.
 
 use std::io::Cursor;
 use std::sync::Arc;
@@ -16,45 +19,109 @@ use std::sync::Arc;
 use bytes::Bytes;
 use image::codecs::webp::WebPEncoder;
 use image::imageops::FilterType;
-use image::{DynamicImage, ImageFormat, ImageReader, Limits};
-use tokio::sync::Semaphore;
+use image::{DynamicImage, ImageDecoder, ImageFormat, ImageReader, Limits};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::limits::{
     CARD_EDGE, MAX_THUMBNAIL_SOURCE_BYTES, MAX_THUMBNAIL_SOURCE_PIXELS, THUMB_EDGE,
 };
+use super::settings::AttachmentSettings;
 
-/// Bytes the decoder may allocate for one image: a source at the pixel
-/// ceiling in 8-bit RGBA, with room for one intermediate buffer.
-pub const MAX_DECODE_ALLOC: u64 = 4 * MAX_THUMBNAIL_SOURCE_PIXELS + 64 * 1024 * 1024;
+const MIB: u64 = 1024 * 1024;
 
-/// The bounded pool thumbnails are made on: one permit per CPU.
+/// What a decoder may allocate beyond its output buffer: a second buffer
+/// as large (a JPEG's component planes, a format conversion) plus this.
+pub const DECODER_SLACK_BYTES: u64 = 16 * MIB;
+/// The derivatives' own buffers (the card and thumb images, the thumb's
+/// resize, their RGBA copies and encodings), counted once per decode.
+pub const ENCODE_BYTES: u64 = 16 * MIB;
+
+/// The bounded pool thumbnails are made on: one decode per CPU at once,
+/// under two node-wide byte budgets (`THUMBNAIL_QUEUE_BYTES` for sources
+/// held in memory, `THUMBNAIL_DECODE_BYTES` for what decodes allocate).
 #[derive(Clone, Debug)]
 pub struct Pool {
     permits: Arc<Semaphore>,
+    /// Bytes of sources held in memory (queued or decoding).
+    queue: Arc<Semaphore>,
+    queue_budget: u64,
+    /// Bytes decodes may allocate, reckoned from each header.
+    decode: Arc<Semaphore>,
+    decode_budget: u64,
 }
 
 impl Default for Pool {
     fn default() -> Self {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Self::new(cpus)
+        Self::with_budgets(&AttachmentSettings::default())
     }
 }
 
+/// A source's share of the queue budget, held until its derivatives are
+/// made (or given up).
+#[derive(Debug)]
+pub struct Held(#[allow(dead_code)] OwnedSemaphorePermit);
+
 impl Pool {
-    pub fn new(size: usize) -> Self {
+    /// One permit per CPU, the budgets of `settings`.
+    pub fn with_budgets(settings: &AttachmentSettings) -> Self {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Self::new(
+            cpus,
+            settings.thumbnail_queue_bytes,
+            settings.thumbnail_decode_bytes,
+        )
+    }
+
+    pub fn new(size: usize, queue_bytes: u64, decode_bytes: u64) -> Self {
+        let permits_of = |bytes: u64| bytes.min(Semaphore::MAX_PERMITS as u64) as usize;
         Self {
             permits: Arc::new(Semaphore::new(size.max(1))),
+            queue: Arc::new(Semaphore::new(permits_of(queue_bytes))),
+            queue_budget: queue_bytes,
+            decode: Arc::new(Semaphore::new(permits_of(decode_bytes))),
+            decode_budget: decode_bytes,
         }
     }
 
-    /// [`make`] on a blocking thread once a permit is free. The permit
-    /// goes with the thread: a request dropped meanwhile does not free it
-    /// before the work is done.
+    /// Room in the queue budget for a source of `bytes`, taken now or not
+    /// at all: a node over its budget makes no thumbnails for this image
+    /// rather than hold it in memory until a decoder is free.
+    pub fn hold(&self, bytes: u64) -> Option<Held> {
+        if bytes > self.queue_budget {
+            return None;
+        }
+        let n = u32::try_from(bytes.max(1)).ok()?;
+        self.queue.clone().try_acquire_many_owned(n).ok().map(Held)
+    }
+
+    /// [`make_planned`] on a blocking thread once a CPU permit and the
+    /// decode's reckoned bytes ([`decode_cost`]) are free; `None` at once
+    /// when the image does not qualify or its cost alone is over the
+    /// node's decode budget. The permits go with the thread: a request
+    /// dropped meanwhile does not free them before the work is done.
     pub async fn make(&self, source: Bytes) -> Option<Derivatives> {
+        let plan = plan(&source)?;
+        let cost = decode_cost(&plan);
+        if cost > self.decode_budget {
+            tracing::info!(
+                width = plan.width,
+                height = plan.height,
+                cost,
+                budget = self.decode_budget,
+                "an image would take more than the node's decode budget; no thumbnails"
+            );
+            return None;
+        }
+        let bytes = self
+            .decode
+            .clone()
+            .acquire_many_owned(u32::try_from(cost).ok()?)
+            .await
+            .ok()?;
         let permit = self.permits.clone().acquire_owned().await.ok()?;
         let work = move || {
-            let _permit = permit;
-            make(&source)
+            let _held = (permit, bytes);
+            make_planned(&source, &plan)
         };
         match tokio::task::spawn_blocking(work).await {
             Ok(made) => made,
@@ -64,6 +131,64 @@ impl Pool {
             }
         }
     }
+}
+
+/// What one decode will take, read from the image's header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    pub width: u32,
+    pub height: u32,
+    /// The decoded pixels' bytes (dimensions and colour type).
+    pub decoded_bytes: u64,
+}
+
+impl Plan {
+    /// What the decoder may allocate: its output and as much again, plus
+    /// [`DECODER_SLACK_BYTES`] (its `Limits::max_alloc`).
+    pub fn decode_alloc(&self) -> u64 {
+        self.decoded_bytes
+            .saturating_mul(2)
+            .saturating_add(DECODER_SLACK_BYTES)
+    }
+}
+
+/// The plan of `source` when it is an image that qualifies: a raster
+/// format the decoder knows, within the pixel ceiling (nothing decoded).
+pub fn plan(source: &[u8]) -> Option<Plan> {
+    if source.len() as u64 > MAX_THUMBNAIL_SOURCE_BYTES {
+        return None;
+    }
+    let decoder = reader(source, decoder_limits(DECODER_SLACK_BYTES))?
+        .into_decoder()
+        .ok()?;
+    let (width, height) = decoder.dimensions();
+    if u64::from(width) * u64::from(height) > MAX_THUMBNAIL_SOURCE_PIXELS
+        || width == 0
+        || height == 0
+    {
+        return None;
+    }
+    Some(Plan {
+        width,
+        height,
+        decoded_bytes: decoder.total_bytes(),
+    })
+}
+
+/// The bytes one decode of `plan` is reckoned to take at its peak: what
+/// the decoder may allocate, the card's resize (its vertical pass is RGBA
+/// `f32`, the source's width by the card's height; an image already small
+/// enough is copied) and the derivatives' buffers.
+pub fn decode_cost(plan: &Plan) -> u64 {
+    let card = fit(plan.width, plan.height, CARD_EDGE);
+    let resize = if card == (plan.width, plan.height) {
+        plan.decoded_bytes
+    } else {
+        u64::from(plan.width) * u64::from(card.1) * 16
+    };
+    plan.decode_alloc()
+        .saturating_add(resize)
+        .saturating_add(ENCODE_BYTES)
 }
 
 /// The two encoded WebP images.
@@ -112,39 +237,41 @@ pub fn fit(width: u32, height: u32, edge: u32) -> (u32, u32) {
     (scale(width), scale(height))
 }
 
-/// What the decoder may allocate and accept.
-pub fn decoder_limits() -> Limits {
+/// What the decoder may allocate (`max_alloc`) and accept.
+pub fn decoder_limits(max_alloc: u64) -> Limits {
     let mut limits = Limits::default();
     limits.max_image_width = Some(100_000);
     limits.max_image_height = Some(100_000);
-    limits.max_alloc = Some(MAX_DECODE_ALLOC);
+    limits.max_alloc = Some(max_alloc);
     limits
 }
 
-fn reader(source: &[u8]) -> Option<ImageReader<Cursor<&[u8]>>> {
+fn reader(source: &[u8], limits: Limits) -> Option<ImageReader<Cursor<&[u8]>>> {
     let mut reader = ImageReader::new(Cursor::new(source))
         .with_guessed_format()
         .ok()?;
-    reader.limits(decoder_limits());
+    reader.limits(limits);
     Some(reader)
 }
 
 /// The header's dimensions, without decoding the pixels.
 pub fn dimensions(source: &[u8]) -> Option<(u32, u32)> {
-    reader(source)?.into_dimensions().ok()
+    reader(source, decoder_limits(DECODER_SLACK_BYTES))?
+        .into_dimensions()
+        .ok()
 }
 
 /// Makes both derivatives of `source`, or `None` when it is not an image
-/// that qualifies (too many pixels, undecodable).
+/// that qualifies (too many pixels, undecodable). No memory budget: the
+/// node goes through [`Pool::make`].
 pub fn make(source: &[u8]) -> Option<Derivatives> {
-    if source.len() as u64 > MAX_THUMBNAIL_SOURCE_BYTES {
-        return None;
-    }
-    let (w, h) = dimensions(source)?;
-    if u64::from(w) * u64::from(h) > MAX_THUMBNAIL_SOURCE_PIXELS || w == 0 || h == 0 {
-        return None;
-    }
-    let image = match reader(source)?.decode() {
+    make_planned(source, &plan(source)?)
+}
+
+/// Makes both derivatives of `source` as planned: the decoder may
+/// allocate no more than [`Plan::decode_alloc`].
+pub fn make_planned(source: &[u8], plan: &Plan) -> Option<Derivatives> {
+    let image = match reader(source, decoder_limits(plan.decode_alloc()))?.decode() {
         Ok(image) => image,
         Err(e) => {
             tracing::debug!(error = %e, "image does not decode; no thumbnails");
@@ -152,6 +279,7 @@ pub fn make(source: &[u8]) -> Option<Derivatives> {
         }
     };
     let card = resized(&image, CARD_EDGE);
+    drop(image);
     let thumb = resized(&card, THUMB_EDGE);
     Some(Derivatives {
         card: encode(&card)?,

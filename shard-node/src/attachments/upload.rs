@@ -21,8 +21,9 @@ use futures::TryStreamExt;
 use serde_json::{json, Value};
 
 use super::ingest::{self, Stored};
-use super::limits::{MAX_DATABASE_BYTES, MAX_FILE_BYTES, UPLOAD_ENVELOPE_BYTES};
+use super::limits::{MAX_FILE_BYTES, UPLOAD_ENVELOPE_BYTES};
 use super::links::Signed;
+use super::settings::quota_text;
 use crate::auth::{Access, Editor};
 use crate::catalog::attachments::{self as registry, Attachment, NewAttachment};
 use crate::error::{ApiError, ApiResult};
@@ -124,10 +125,10 @@ fn too_large() -> ApiError {
     ))
 }
 
-fn over_quota() -> ApiError {
+fn over_quota(quota: i64) -> ApiError {
     ApiError::bad_request(format!(
-        "This database has reached its {} GB limit of attachment storage: delete attachments before uploading more.",
-        MAX_DATABASE_BYTES / (1024 * 1024 * 1024)
+        "This database has reached its {} limit of attachment storage: delete attachments before uploading more.",
+        quota_text(quota)
     ))
 }
 
@@ -164,8 +165,9 @@ async fn precheck(
             schema.table(table_id).ok_or(ApiError::NotFound)?;
             let held = registry::bytes_held(&*client, database_id).await?;
             let incoming = declared.unwrap_or(0).min(i64::MAX as u64) as i64;
-            if held >= MAX_DATABASE_BYTES || held.saturating_add(incoming) > MAX_DATABASE_BYTES {
-                return Err(over_quota());
+            let quota = state.attachment_quota;
+            if held >= quota || held.saturating_add(incoming) > quota {
+                return Err(over_quota(quota));
             }
             Ok(())
         })
@@ -234,6 +236,7 @@ async fn receive(
                     &attachment_id,
                     &declared_type,
                     body,
+                    MAX_FILE_BYTES,
                 )
                 .await
                 .map_err(blob_error)?;
@@ -434,8 +437,8 @@ async fn register(
             let (schema, _) = state.schemas.get_for_write(tx, database_id).await?;
             check_target(tx, &schema, table_id, &form.field_id, &form.record_id, true).await?;
             let size = form.stored.size_bytes;
-            if !registry::charge(tx, database_id, size, MAX_DATABASE_BYTES).await? {
-                return Err(over_quota());
+            if !registry::charge(tx, database_id, size, state.attachment_quota).await? {
+                return Err(over_quota(state.attachment_quota));
             }
             let row = registry::insert(
                 tx,

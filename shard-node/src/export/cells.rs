@@ -3,7 +3,7 @@
 //! cells as `att_` ids, both comma-joined; other multi-values joined with
 //! comma and space; durations in the field's own `duration_format`;
 //! instants as the UTC ISO text records read them as; and the
-//! formula-injection rule applied to every cell.
+//! formula-injection rule applied to every cell and header name.
 
 use serde_json::Value;
 
@@ -38,6 +38,15 @@ pub fn cell_text(field: &FieldRow, post: &Post, value: &Value) -> String {
         _ => plain(value, post),
     };
     guard_formula(&text)
+}
+
+/// A table's CSV header: `id`, then its field names in grid order, each
+/// under the same formula-injection rule as the cells (a field named
+/// `=cmd()` is as dangerous in row 1 as in any other).
+pub fn header_cells(fields: &[FieldRow]) -> Vec<String> {
+    std::iter::once("id".to_owned())
+        .chain(fields.iter().map(|f| guard_formula(&f.name)))
+        .collect()
 }
 
 /// A value as text: choice ids by name, lists joined with ", ".
@@ -122,6 +131,31 @@ mod tests {
         assert_eq!(guard_formula("+1 555"), "'+1 555");
         assert_eq!(guard_formula("-x"), "'-x");
         assert_eq!(guard_formula("-"), "'-");
+    }
+
+    #[test]
+    fn header_names_are_guarded_like_cells() {
+        let field = |name: &str| FieldRow {
+            id: "fld_A0000000000001".to_owned(),
+            table_id: "tbl_A0000000000001".to_owned(),
+            name: name.to_owned(),
+            costume: Costume::SingleLineText,
+            options: serde_json::Map::new(),
+            position: 0,
+            sql_type: Some("text".to_owned()),
+            created_at: chrono::Utc::now(),
+        };
+        let fields = [
+            field("=cmd()"),
+            field("Name"),
+            field("-1"),
+            field("+x"),
+            field("@a"),
+        ];
+        assert_eq!(
+            header_cells(&fields),
+            ["id", "'=cmd()", "Name", "-1", "'+x", "'@a"]
+        );
     }
 
     #[test]

@@ -62,8 +62,8 @@ manifest.json    the database, its tables (with display field), fields
                  when they have none), attachment cells their attachment
                  ids, lists are joined with \", \", durations use the
                  field's format, date-times are UTC ISO instants. A value
-                 that a spreadsheet would run as a formula starts with a
-                 single quote (').
+                 (or field name) that a spreadsheet would run as a formula
+                 starts with a single quote (').
 comments.csv     record comments, oldest first (only in exports made by
                  editors and owners): id, table name, record id, author
                  (the author's user id: no name is known), author id,
@@ -294,9 +294,7 @@ fn write_table<W: Write>(
     runtime: &tokio::runtime::Handle,
 ) -> anyhow::Result<()> {
     // Grid order: fields by position (the schema model keeps them so).
-    let mut header = vec!["id".to_owned()];
-    header.extend(table.fields.iter().map(|f| f.name.clone()));
-    csv.write_record(&header)?;
+    csv.write_record(cells::header_cells(&table.fields))?;
     let set = read::read_set(schema, table, None);
     let qualified = tenant_schema::table(&schema.database_id, &table.id)?;
     let sql = format!(

@@ -150,6 +150,7 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             require_principal,
         ))
+        .layer(axum::middleware::from_fn(attachments::fetch_charge::scope))
         .layer(axum::middleware::from_fn(guard::envelope_rejections))
         .layer(axum::middleware::from_fn(crate::metrics::measure))
         .layer(axum::middleware::from_fn(trace::request_span))

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use reqwest::Url;
 
 use super::sign::Signed;
-use crate::egress::{Egress, Refusal};
+use crate::egress::{error_chain, failure_kind, Egress, Refusal};
 
 /// Part C: the delivery log keeps the first 4000 characters of a reply.
 pub const MAX_RECORDED_CHARS: usize = 4000;
@@ -131,7 +131,10 @@ async fn attempt(
     let read_error = loop {
         match tokio::time::timeout_at(deadline, response.chunk()).await {
             Err(_) => break Some(timed_out(timeout, "the whole reply")),
-            Ok(Err(e)) => break Some(format!("reading the reply failed: {}", chain(&e))),
+            Ok(Err(e)) => {
+                tracing::info!(host = url.host_str().unwrap_or(""), error = %error_chain(&e), "reading a webhook reply failed");
+                break Some("reading the reply failed".to_owned());
+            }
             Ok(Ok(None)) => break None,
             Ok(Ok(Some(chunk))) => {
                 if kept.push(&chunk) {
@@ -155,14 +158,16 @@ async fn attempt(
     (Some(status.as_u16()), kept.into_text(), error)
 }
 
-/// The log line and recorded error of an address the guard refused.
+/// The log line and recorded error of an address the guard refused: the
+/// log has the detail (the address), the delivery log only what
+/// [`Refusal`] shows.
 fn refused(url: &Url, refusal: &Refusal) -> String {
     tracing::warn!(
         host = url.host_str().unwrap_or(""),
-        reason = %refusal,
+        reason = refusal.detail(),
         "webhook delivery refused by the egress guard"
     );
-    format!("address refused: {refusal}")
+    refusal.to_string()
 }
 
 fn timed_out(timeout: Duration, what: &str) -> String {
@@ -180,15 +185,18 @@ fn describe(d: Duration) -> String {
     }
 }
 
+/// The recorded error of a request that got no reply: its kind only (the
+/// delivery log is client-visible); the error chain goes to the node's log.
 fn request_error(url: &Url, e: &reqwest::Error) -> String {
     if let Some(refusal) = find_refusal(e) {
         return refused(url, refusal);
     }
-    if e.is_connect() {
-        format!("could not connect: {}", chain(e))
-    } else {
-        format!("the request failed: {}", chain(e))
-    }
+    tracing::info!(
+        host = url.host_str().unwrap_or(""),
+        error = %error_chain(e),
+        "webhook delivery request failed"
+    );
+    failure_kind(e).to_owned()
 }
 
 fn find_refusal<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a Refusal> {
@@ -200,20 +208,6 @@ fn find_refusal<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a Refu
         cur = err.source();
     }
     None
-}
-
-/// An error and its causes, `: `-separated, without repeats.
-fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut cur = Some(e);
-    while let Some(err) = cur {
-        let text = err.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        cur = err.source();
-    }
-    parts.join(": ")
 }
 
 /// The start of a reply body: stops before the character after the

@@ -9,6 +9,7 @@ use cluster_protocol::control::{Access, Allocation, Role, ShardRef};
 use cluster_protocol::ids;
 use cluster_protocol::principal::Principal;
 use serde_json::Value;
+use shard_node::attachments::settings::AttachmentSettings;
 use shard_node::config::{Config, DbLimits, Secret};
 use tokio::sync::OnceCell;
 
@@ -197,7 +198,35 @@ pub fn s3_blobs() -> blobstore::Settings {
 /// A node on the shared test database whose blob store is `blobs`.
 pub async fn spawn_app_blobs(blobs: blobstore::Settings) -> TestApp {
     let url = database_url().await;
-    spawn_node_with(url, 4, DbLimits::default(), Default::default(), blobs).await
+    spawn_node_with(
+        url,
+        4,
+        DbLimits::default(),
+        Default::default(),
+        blobs,
+        Default::default(),
+    )
+    .await
+}
+
+/// A node on the shared test database with its own attachment settings
+/// (a small storage quota, small thumbnail budgets), whose fetches may
+/// reach loopback (a file server of the test).
+pub async fn spawn_app_attachments(attachments: AttachmentSettings) -> TestApp {
+    let url = database_url().await;
+    let webhooks = shard_node::config::WebhookSettings {
+        egress_allow_cidrs: vec!["127.0.0.0/8".into(), "::1/128".into()],
+        ..Default::default()
+    };
+    spawn_node_with(
+        url,
+        4,
+        DbLimits::default(),
+        webhooks,
+        local_blobs(),
+        attachments,
+    )
+    .await
 }
 
 async fn spawn_node(
@@ -206,7 +235,16 @@ async fn spawn_node(
     db_limits: DbLimits,
     webhooks: shard_node::config::WebhookSettings,
 ) -> TestApp {
-    spawn_node_with(url, pool_size, db_limits, webhooks, local_blobs()).await
+    let attachments = AttachmentSettings::default();
+    spawn_node_with(
+        url,
+        pool_size,
+        db_limits,
+        webhooks,
+        local_blobs(),
+        attachments,
+    )
+    .await
 }
 
 async fn spawn_node_with(
@@ -215,6 +253,7 @@ async fn spawn_node_with(
     db_limits: DbLimits,
     webhooks: shard_node::config::WebhookSettings,
     blobs: blobstore::Settings,
+    attachments: AttachmentSettings,
 ) -> TestApp {
     show_node_errors();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -231,6 +270,7 @@ async fn spawn_node_with(
         db_limits,
         webhooks,
         blobs,
+        attachments,
         public_url: shard_node::config::DEFAULT_PUBLIC_URL.into(),
         // One recorder for the whole test process: every node shares it.
         metrics: Some(cluster_protocol::metrics::install_once()),

@@ -257,22 +257,19 @@ async fn urls_outside_the_allowed_ranges_are_refused_at_save() {
     let (db, owner) = app.owned_database().await;
     let path = format!("/api/databases/{db}/webhooks");
     for (url, starts) in [
-        (
-            "http://127.0.0.1:9/",
-            "url: 127.0.0.1 is a loopback address",
-        ),
-        ("https://10.0.0.1/", "url: 10.0.0.1 is a private address"),
+        ("http://127.0.0.1:9/", "url: refused: not a public address"),
+        ("https://10.0.0.1/", "url: refused: not a public address"),
         (
             "https://169.254.169.254/latest",
-            "url: 169.254.169.254 is a link-local address",
+            "url: refused: not a public address",
         ),
         (
             "https://[::ffff:127.0.0.1]/",
-            "url: ::ffff:127.0.0.1 is a loopback address",
+            "url: refused: not a public address",
         ),
         (
             "http://1.1.1.1/",
-            "url: plain http may reach only the allowed private ranges",
+            "url: refused: plain http may reach only the allowed private ranges",
         ),
         (
             "ftp://1.1.1.1/",

@@ -298,20 +298,17 @@ async fn urls_are_checked_at_save() {
         assert!(w["url"].as_str().unwrap().starts_with("http://"), "{w}");
     }
     for (url, starts) in [
-        ("http://10.0.0.1/", "url: 10.0.0.1 is a private address"),
-        ("https://10.0.0.1/", "url: 10.0.0.1 is a private address"),
+        ("http://10.0.0.1/", "url: refused: not a public address"),
+        ("https://10.0.0.1/", "url: refused: not a public address"),
         (
             "http://169.254.169.254/latest/meta-data",
-            "url: 169.254.169.254 is a link-local",
+            "url: refused: not a public address",
         ),
         (
             "https://[::ffff:a9fe:a9fe]/",
-            "url: ::ffff:169.254.169.254 is a link-local",
+            "url: refused: not a public address",
         ),
-        (
-            "http://100.64.0.1/",
-            "url: 100.64.0.1 is a shared (CGNAT) address",
-        ),
+        ("http://100.64.0.1/", "url: refused: not a public address"),
         (
             "ftp://127.0.0.1/",
             "url: the URL scheme must be http or https",
@@ -334,10 +331,7 @@ async fn urls_are_checked_at_save() {
         .patch(&path, json!({"url": "http://192.168.1.1/"}))
         .await
         .expect_error(400, "bad_request");
-    assert!(
-        m.starts_with("url: 192.168.1.1 is a private address"),
-        "{m}"
-    );
+    assert!(m.starts_with("url: refused: not a public address"), "{m}");
     assert_eq!(api.get(&path).await.expect_ok()["webhook"]["url"], LOCAL);
 }
 

@@ -144,7 +144,11 @@ struct Fixture {
 }
 
 async fn fixture() -> Fixture {
-    let app = spawn_app().await;
+    fixture_on(spawn_app().await).await
+}
+
+/// The fixture's database, table, field and record on `app`.
+async fn fixture_on(app: TestApp) -> Fixture {
     let (db, owner) = app.owned_database().await;
     let table = app.create_table_id(&db, &owner, "Docs").await;
     let r = app
@@ -181,4 +185,5 @@ async fn new_record(app: &TestApp, table: &str, p: &Principal) -> String {
 
 mod deletion;
 mod files;
+mod limits;
 mod upload;
