@@ -10,6 +10,7 @@ mod export;
 mod fields;
 mod fixtures;
 mod import;
+mod import_memory;
 mod import_run;
 mod keys;
 mod members;
