@@ -48,7 +48,7 @@ pub struct Xlsx {
 impl Xlsx {
     pub fn open(bytes: Vec<u8>) -> ApiResult<Xlsx> {
         check_parts(&bytes)?;
-        let book: Book = calamine::open_workbook_from_rs(Cursor::new(bytes))
+        let book = calamine::open_workbook_from_rs::<Book, _>(Cursor::new(bytes))
             .map_err(|_| not_a_spreadsheet("xlsx"))?;
         let names = book.sheet_names();
         let Some(first) = names.first().cloned() else {
@@ -70,6 +70,7 @@ impl Xlsx {
             cells,
             row: None,
             pending: None,
+            done: false,
         })
     }
 }
@@ -80,6 +81,8 @@ pub struct XlsxRows<'a> {
     row: Option<u32>,
     /// The first cell of the next row, read past the end of this one.
     pending: Option<(u32, u32, String)>,
+    /// The sheet's cells are all read (the reader must not be asked again).
+    done: bool,
 }
 
 impl XlsxRows<'_> {
@@ -88,13 +91,14 @@ impl XlsxRows<'_> {
         if let Some(cell) = self.pending.take() {
             return Ok(Some(cell));
         }
-        loop {
+        while !self.done {
             let Some(cell) = self
                 .cells
                 .next_cell()
                 .map_err(|_| not_a_spreadsheet("xlsx"))?
             else {
-                return Ok(None);
+                self.done = true;
+                break;
             };
             let (row, col) = cell.get_position();
             let text = cell_text(&calamine::Data::from(cell.get_value().clone()));
@@ -104,6 +108,7 @@ impl XlsxRows<'_> {
             check_cell(row, col)?;
             return Ok(Some((row, col, text)));
         }
+        Ok(None)
     }
 }
 
@@ -162,7 +167,8 @@ pub fn check_parts(bytes: &[u8]) -> ApiResult<()> {
             .by_index_raw(i)
             .map_err(|_| not_a_spreadsheet("xlsx"))?;
         total = total.saturating_add(entry.size());
-        sizes.push((normalized(entry.name()), entry.size()));
+        let name = entry.name().map_err(|_| not_a_spreadsheet("xlsx"))?;
+        sizes.push((normalized(&name), entry.size()));
     }
     if total > MAX_INFLATED_BYTES {
         return Err(ApiError::bad_request(format!(
@@ -257,18 +263,23 @@ fn office_document(archive: &mut zip::ZipArchive<Cursor<&[u8]>>) -> ApiResult<St
     loop {
         match reader.read_event_into(&mut buf) {
             Ok(quick_xml::events::Event::Start(e) | quick_xml::events::Event::Empty(e))
-                if e.local_name().as_ref() == b"Relationship" =>
+                if e.local_name().as_ref() == "Relationship" =>
             {
-                let attr = |key: &[u8]| {
+                // As calamine reads them: `Type` raw, `Target` unescaped.
+                let attr = |key: &str| {
                     e.attributes()
                         .flatten()
                         .find(|a| a.key.as_ref() == key)
-                        .and_then(|a| a.unescape_value().ok().map(|v| v.into_owned()))
+                        .map(|a| a.value.into_owned())
                 };
-                let is_document = attr(b"Type")
+                let is_document = attr("Type")
                     .is_some_and(|t| t.ends_with("/relationships/officeDocument"));
                 if is_document {
-                    target = attr(b"Target").or(target);
+                    if let Some(raw) = attr("Target") {
+                        let unescaped = quick_xml::escape::unescape(&raw)
+                            .map_err(|_| not_a_spreadsheet("xlsx"))?;
+                        target = Some(unescaped.into_owned());
+                    }
                 }
             }
             Ok(quick_xml::events::Event::Eof) => break,
@@ -288,8 +299,9 @@ fn claimed_shared_strings(
 ) -> ApiResult<u64> {
     let Some(name) = archive
         .file_names()
+        .flatten()
         .find(|n| normalized(n) == normalized(path))
-        .map(str::to_owned)
+        .map(|n| n.into_owned())
     else {
         return Ok(0);
     };
@@ -301,14 +313,14 @@ fn claimed_shared_strings(
     loop {
         match reader.read_event_into(&mut buf) {
             Ok(quick_xml::events::Event::Start(e) | quick_xml::events::Event::Empty(e))
-                if e.local_name().as_ref() == b"sst" =>
+                if e.local_name().as_ref() == "sst" =>
             {
                 return Ok(e
                     .attributes()
                     .flatten()
-                    .find(|a| a.key.as_ref() == b"uniqueCount")
-                    .and_then(|a| std::str::from_utf8(&a.value).ok()?.trim().parse().ok())
-                    .unwrap_or(u64::MAX));
+                    .find(|a| a.key.as_ref() == "uniqueCount")
+                    .and_then(|a| a.value.trim().parse().ok())
+                    .unwrap_or(0));
             }
             Ok(quick_xml::events::Event::Eof) => return Ok(0),
             Err(_) => return Err(not_a_spreadsheet("xlsx")),
@@ -326,8 +338,9 @@ fn read_part(
 ) -> ApiResult<Vec<u8>> {
     let Some(name) = archive
         .file_names()
+        .flatten()
         .find(|n| normalized(n) == normalized(path))
-        .map(str::to_owned)
+        .map(|n| n.into_owned())
     else {
         return Err(not_a_spreadsheet("xlsx"));
     };
