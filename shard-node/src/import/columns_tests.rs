@@ -160,7 +160,8 @@ fn a_select_with_more_than_100_distinct_values_is_refused() {
 fn plan_refusals_against_file_and_table() {
     let t = table();
     let mut s = sheet("a,b\n1,2\n");
-    let mut m = |p: &str, t: Option<&TableSchema>| message(resolve(t, &plan(p), &mut s).unwrap_err());
+    let mut m =
+        |p: &str, t: Option<&TableSchema>| message(resolve(t, &plan(p), &mut s).unwrap_err());
     assert!(m(r#"[{"columnIndex":2,"action":{"kind":"skip"}}]"#, None)
         .contains("plan[0].columnIndex is 2, but the file has 2 columns"));
     assert!(m(

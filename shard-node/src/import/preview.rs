@@ -35,7 +35,9 @@ pub fn preview(sheet: &mut Sheet) -> ApiResult<Value> {
             column.guesser.add(value);
             let value = value.trim();
             if column.samples.len() < SAMPLES && !value.is_empty() {
-                column.samples.push(value.chars().take(SAMPLE_CHARS).collect());
+                column
+                    .samples
+                    .push(value.chars().take(SAMPLE_CHARS).collect());
             }
         }
         Ok(())

@@ -31,7 +31,8 @@ pub fn refuse(converter: &Converter, sheet: &mut Sheet, rows: usize) -> ApiResul
     let per_pass = (ENTRIES_PER_PASS / rows).max(1);
     let hasher = std::collections::hash_map::RandomState::new();
     for group in unique.chunks(per_pass) {
-        let mut seen: Vec<Vec<(u64, u32)>> = group.iter().map(|_| Vec::with_capacity(rows)).collect();
+        let mut seen: Vec<Vec<(u64, u32)>> =
+            group.iter().map(|_| Vec::with_capacity(rows)).collect();
         sheet.for_each_row(|r, row| {
             for (k, c) in group.iter().enumerate() {
                 let v = converter.value(c, row)?;

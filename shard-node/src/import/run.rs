@@ -259,7 +259,7 @@ async fn existing_table(
         &made,
     )
     .await
-        .map_err(|(added, e)| late_failure(added, total, e))
+    .map_err(|(added, e)| late_failure(added, total, e))
 }
 
 /// Makes the fields of the `create` columns, in plan order, through the

@@ -119,10 +119,7 @@ impl Sheet {
     }
 
     /// [`Sheet::for_each_row`] until `f` answers `false`.
-    fn pass(
-        &mut self,
-        mut f: impl FnMut(usize, &[String]) -> ApiResult<bool>,
-    ) -> ApiResult<usize> {
+    fn pass(&mut self, mut f: impl FnMut(usize, &[String]) -> ApiResult<bool>) -> ApiResult<usize> {
         let width = self.headers.len();
         let mut rows = self.rows()?;
         let mut row = Vec::new();

@@ -23,6 +23,11 @@ fn read_csv(bytes: &[u8]) -> ApiResult<(Vec<String>, Vec<Vec<String>>)> {
 
 /// A minimal `.xlsx` whose first sheet's `<sheetData>` is `cells`.
 pub fn xlsx_of(sheet_data: &str) -> Vec<u8> {
+    xlsx_with(sheet_data, &[])
+}
+
+/// [`xlsx_of`] with `extra` parts.
+pub fn xlsx_with(sheet_data: &str, extra: &[(&str, String)]) -> Vec<u8> {
     use std::io::Write;
     let parts = [
         (
@@ -48,8 +53,8 @@ pub fn xlsx_of(sheet_data: &str) -> Vec<u8> {
     let mut zip = zip::ZipWriter::new(&mut out);
     let options = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated);
-    for (name, text) in parts {
-        zip.start_file(name, options).unwrap();
+    for (name, text) in parts.iter().chain(extra) {
+        zip.start_file(*name, options).unwrap();
         zip.write_all(text.as_bytes()).unwrap();
     }
     zip.finish().unwrap();
@@ -188,4 +193,106 @@ fn a_fake_xlsx_is_refused() {
     assert!(m.contains("could not be read as an .xlsx"), "{m}");
     let m = message(read("data.xls", b"not a compound file").unwrap_err());
     assert!(m.contains("could not be read as an .xls"), "{m}");
+}
+
+#[test]
+fn what_calamine_reads_whole_is_bounded_before_it_opens_the_file() {
+    let a1 = format!(r#"<row r="1">{}</row>"#, inline("A1", "a"));
+    // A shared-strings part claiming a trillion strings in a few bytes.
+    let claim = r#"<sst uniqueCount="1000000000000"><si><t>x</t></si></sst>"#.to_owned();
+    let file = xlsx_with(&a1, &[("xl/sharedStrings.xml", claim)]);
+    let m = message(read("claim.xlsx", &file).unwrap_err());
+    assert!(m.contains("claim 1000000000000 strings"), "{m}");
+    let honest = r#"<sst uniqueCount="1"><si><t>x</t></si></sst>"#.to_owned();
+    let file = xlsx_with(&a1, &[("xl/sharedStrings.xml", honest)]);
+    assert_eq!(read("honest.xlsx", &file).unwrap().0, ["a"]);
+    // A styles part past its cap, however well it compresses.
+    let styles = format!("<styleSheet>{}</styleSheet>", " ".repeat(3 * 1024 * 1024));
+    let file = xlsx_with(&a1, &[("xl/styles.xml", styles)]);
+    let m = message(read("styles.xlsx", &file).unwrap_err());
+    assert!(m.contains("styles would inflate to"), "{m}");
+}
+
+/// A BIFF8 record.
+fn record(typ: u16, data: &[u8]) -> Vec<u8> {
+    let mut out = typ.to_le_bytes().to_vec();
+    out.extend((data.len() as u16).to_le_bytes());
+    out.extend(data);
+    out
+}
+
+/// An `.xls` whose sheets hold numbers at the given `(row, col)` cells.
+fn xls_of(sheets: &[&[(u16, u16)]]) -> Vec<u8> {
+    use std::io::Write;
+    let bof = |dt: u16| {
+        let mut d = vec![0u8; 16];
+        d[0..2].copy_from_slice(&0x0600u16.to_le_bytes());
+        d[2..4].copy_from_slice(&dt.to_le_bytes());
+        record(0x0809, &d)
+    };
+    let bound = |pos: u32, i: usize| {
+        let name = format!("S{i}");
+        let mut d = pos.to_le_bytes().to_vec();
+        d.extend([0, 0, name.len() as u8, 0]);
+        d.extend(name.as_bytes());
+        record(0x0085, &d)
+    };
+    let eof = record(0x000A, &[]);
+    let globals_len = |positions: &[u32]| {
+        bof(5).len()
+            + positions
+                .iter()
+                .enumerate()
+                .map(|(i, p)| bound(*p, i).len())
+                .sum::<usize>()
+            + eof.len()
+    };
+    let bodies: Vec<Vec<u8>> = sheets
+        .iter()
+        .map(|cells| {
+            let mut s = bof(0x10);
+            for (row, col) in cells.iter() {
+                let mut d = row.to_le_bytes().to_vec();
+                d.extend(col.to_le_bytes());
+                d.extend(0u16.to_le_bytes());
+                d.extend((*row as f64 + 1.0).to_le_bytes());
+                s.extend(record(0x0203, &d));
+            }
+            s.extend(&eof);
+            s
+        })
+        .collect();
+    let mut positions = vec![0u32; sheets.len()];
+    let mut at = globals_len(&positions) as u32;
+    for (p, body) in positions.iter_mut().zip(&bodies) {
+        *p = at;
+        at += body.len() as u32;
+    }
+    let mut stream = bof(5);
+    for (i, p) in positions.iter().enumerate() {
+        stream.extend(bound(*p, i));
+    }
+    stream.extend(&eof);
+    for body in &bodies {
+        stream.extend(body);
+    }
+    let mut file = cfb::CompoundFile::create(std::io::Cursor::new(Vec::new())).unwrap();
+    file.create_stream("/Workbook")
+        .unwrap()
+        .write_all(&stream)
+        .unwrap();
+    file.flush().unwrap();
+    file.into_inner().into_inner()
+}
+
+#[test]
+fn an_xls_is_walked_before_calamine_builds_its_sheets() {
+    let (h, rows) = read("a.xls", &xls_of(&[&[(0, 0), (1, 0)], &[(0, 0)]])).unwrap();
+    assert_eq!((h, rows), (vec!["1".to_owned()], vec![vec!["2".to_owned()]]));
+    let m = message(read("far.xls", &xls_of(&[&[(0, 0), (60_000, 0)]])).unwrap_err());
+    assert!(m.contains("cell A60001, beyond row 50,001"), "{m}");
+    // An ignored sheet still counts: calamine builds every sheet.
+    let wide = xls_of(&[&[(0, 0)], &[(0, 0), (9_999, 99)]]);
+    let m = message(read("wide.xls", &wide).unwrap_err());
+    assert!(m.contains("span more than 400,000 cells"), "{m}");
 }

@@ -99,7 +99,8 @@ fn u32_at(data: &[u8], at: usize) -> Option<u32> {
 
 /// The workbook stream of the compound file.
 fn workbook_stream(bytes: &[u8]) -> ApiResult<Vec<u8>> {
-    let mut file = cfb::CompoundFile::open(Cursor::new(bytes)).map_err(|_| not_a_spreadsheet("xls"))?;
+    let mut file =
+        cfb::CompoundFile::open(Cursor::new(bytes)).map_err(|_| not_a_spreadsheet("xls"))?;
     let mut stream = file
         .open_stream("/Workbook")
         .or_else(|_| file.open_stream("/Book"))

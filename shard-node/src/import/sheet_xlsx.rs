@@ -196,7 +196,11 @@ pub fn check_parts(bytes: &[u8]) -> ApiResult<()> {
         None => ("", document.as_str()),
     };
     let dir = dir.strip_prefix('/').unwrap_or(dir);
-    let name = if name.is_empty() { "workbook.xml" } else { name };
+    let name = if name.is_empty() {
+        "workbook.xml"
+    } else {
+        name
+    };
     within(&format!("{dir}{name}"), "workbook", MAX_PART_BYTES)?;
     within(
         &format!("{dir}_rels/{name}.rels"),
@@ -272,8 +276,8 @@ fn office_document(archive: &mut zip::ZipArchive<Cursor<&[u8]>>) -> ApiResult<St
                         .find(|a| a.key.as_ref() == key)
                         .map(|a| a.value.into_owned())
                 };
-                let is_document = attr("Type")
-                    .is_some_and(|t| t.ends_with("/relationships/officeDocument"));
+                let is_document =
+                    attr("Type").is_some_and(|t| t.ends_with("/relationships/officeDocument"));
                 if is_document {
                     if let Some(raw) = attr("Target") {
                         let unescaped = quick_xml::escape::unescape(&raw)
