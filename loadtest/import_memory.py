@@ -159,13 +159,20 @@ def measure(env, token, db, name, make, run=False):
                                               "costume": "single_line_text"}}
                 for i in range(40)]
     start = time.perf_counter()
-    r = post(env, token, db, filename, data, target, plan)
+    try:
+        r = post(env, token, db, filename, data, target, plan)
+        status, reply = r.status_code, r.text[:160]
+    except requests.RequestException as e:
+        status, reply = None, str(e)[:160]
     took = time.perf_counter() - start
-    peak = status_kib(pid, "VmHWM")
-    figure = {"case": name, "file_bytes": len(data), "status": r.status_code,
-              "reply": r.text[:160], "seconds": round(took, 2),
-              "rss_before_mib": round(before / 1024, 1), "peak_mib": round(peak / 1024, 1),
-              "peak_growth_mib": round((peak - before) / 1024, 1)}
+    figure = {"case": name, "file_bytes": len(data), "status": status, "reply": reply,
+              "seconds": round(took, 2), "rss_before_mib": round(before / 1024, 1)}
+    try:
+        peak = status_kib(pid, "VmHWM")
+        figure.update(peak_mib=round(peak / 1024, 1),
+                      peak_growth_mib=round((peak - before) / 1024, 1))
+    except (OSError, RuntimeError):
+        figure["node"] = "died"
     print(json.dumps(figure), flush=True)
     return figure
 

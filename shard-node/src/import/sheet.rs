@@ -31,7 +31,7 @@ pub trait Rows {
 /// The file, by kind; each can be read any number of times.
 enum Book {
     Csv(sheet_csv::Csv),
-    Xlsx(sheet_xlsx::Xlsx),
+    Xlsx(Box<sheet_xlsx::Xlsx>),
     Xls(sheet_xls::Xls),
 }
 
@@ -51,7 +51,7 @@ pub fn open(filename: &str, bytes: Vec<u8>) -> ApiResult<Sheet> {
     let (book, extra_sheets) = if lower.ends_with(".xlsx") {
         let x = sheet_xlsx::Xlsx::open(bytes)?;
         let extra = x.extra_sheets;
-        (Book::Xlsx(x), extra)
+        (Book::Xlsx(Box::new(x)), extra)
     } else if lower.ends_with(".xls") {
         let x = sheet_xls::Xls::open(bytes)?;
         let extra = x.extra_sheets;
