@@ -288,7 +288,10 @@ fn xls_of(sheets: &[&[(u16, u16)]]) -> Vec<u8> {
 #[test]
 fn an_xls_is_walked_before_calamine_builds_its_sheets() {
     let (h, rows) = read("a.xls", &xls_of(&[&[(0, 0), (1, 0)], &[(0, 0)]])).unwrap();
-    assert_eq!((h, rows), (vec!["1".to_owned()], vec![vec!["2".to_owned()]]));
+    assert_eq!(
+        (h, rows),
+        (vec!["1".to_owned()], vec![vec!["2".to_owned()]])
+    );
     let m = message(read("far.xls", &xls_of(&[&[(0, 0), (60_000, 0)]])).unwrap_err());
     assert!(m.contains("cell A60001, beyond row 50,001"), "{m}");
     // An ignored sheet still counts: calamine builds every sheet.
