@@ -12,6 +12,7 @@ mod export_headers;
 mod fields;
 mod fixtures;
 mod import;
+mod import_memory;
 mod import_run;
 mod keys;
 mod members;

@@ -43,7 +43,7 @@ pub async fn handler(
     let multipart = Multipart::from_request(request, &state)
         .await
         .map_err(|_| ApiError::bad_request("Request body must be multipart/form-data."))?;
-    let form = read_form(multipart).await?;
+    let form = read_form(multipart, declared).await?;
     let run_parts = match (form.target, form.plan) {
         (None, None) => None,
         (Some(target), Some(plan)) => Some((target, plan)),
@@ -63,10 +63,12 @@ pub async fn handler(
     };
     match run_parts {
         None => {
-            let sheet = tokio::task::spawn_blocking(move || sheet::read(&filename, &bytes))
-                .await
-                .map_err(|e| ApiError::Internal(e.into()))??;
-            Ok(Json(preview::preview(&sheet)))
+            let reply = tokio::task::spawn_blocking(move || {
+                preview::preview(&mut sheet::open(&filename, bytes)?)
+            })
+            .await
+            .map_err(|e| ApiError::Internal(e.into()))??;
+            Ok(Json(reply))
         }
         Some((target, plan_text)) => {
             let target = plan::parse_target(&target)?;
@@ -88,14 +90,17 @@ fn truncated() -> ApiError {
     ApiError::bad_request("The multipart body could not be read: it is malformed or truncated.")
 }
 
-async fn read_form(mut multipart: Multipart) -> ApiResult<Form> {
+/// The form's parts; the file's buffer is sized from the declared length
+/// (at most [`MAX_FILE_BYTES`]) so it is not grown by doubling.
+async fn read_form(mut multipart: Multipart, declared: Option<u64>) -> ApiResult<Form> {
     let mut form = Form::default();
     while let Some(mut field) = multipart.next_field().await.map_err(|_| truncated())? {
         let name = field.name().unwrap_or_default().to_owned();
         match name.as_str() {
             "file" => {
                 let filename = field.file_name().unwrap_or_default().to_owned();
-                let mut bytes = Vec::new();
+                let expected = declared.unwrap_or(0).min(MAX_FILE_BYTES as u64) as usize;
+                let mut bytes = Vec::with_capacity(expected);
                 while let Some(chunk) = field.chunk().await.map_err(|_| truncated())? {
                     if bytes.len() + chunk.len() > MAX_FILE_BYTES {
                         return Err(too_large());

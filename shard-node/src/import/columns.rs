@@ -10,8 +10,10 @@
 //! with their ids minted now, so the converted cells already hold the ids
 //! the created (or updated) field will have.
 //!
-//! [`convert`] then runs every row through the record write path's own
-//! conversion (`records::cells::write::prepare`).
+//! A [`Converter`] then runs a row through the record write path's own
+//! conversion (`records::cells::write::prepare`); [`check`] converts every
+//! row once, keeping nothing but what [`repeats`] needs, and the run
+//! converts them again batch by batch as it writes.
 
 use std::collections::{HashMap, HashSet};
 
@@ -24,6 +26,7 @@ use crate::fields::name_taken;
 use crate::fields::options::{self, scalar, select};
 use crate::import::convert::{cell_json, select_values};
 use crate::import::plan::{importable, not_importable, Action, Entry};
+use crate::import::repeats;
 use crate::import::sheet::Sheet;
 use crate::records::cells::write::{prepare, Prepared};
 use crate::schema::{Costume, DatabaseSchema, Family, FieldRow, TableSchema};
@@ -66,7 +69,7 @@ pub fn stand_in_id(index: usize) -> String {
 pub fn resolve(
     table: Option<&TableSchema>,
     plan: &[Entry],
-    sheet: &Sheet,
+    sheet: &mut Sheet,
 ) -> ApiResult<Vec<Column>> {
     let mut columns: Vec<Column> = Vec::new();
     for (i, entry) in plan.iter().enumerate() {
@@ -147,12 +150,50 @@ pub fn resolve(
             "The plan imports no column: give at least one column a map or create action.",
         ));
     }
-    for column in &mut columns {
-        if column.field.costume.family() == Family::Select {
-            add_choices(column, sheet)?;
+    let selects: Vec<usize> = (0..columns.len())
+        .filter(|&i| columns[i].field.costume.family() == Family::Select)
+        .collect();
+    if !selects.is_empty() {
+        let values = select_values_of(&columns, &selects, sheet)?;
+        for (&i, values) in selects.iter().zip(values) {
+            add_choices(&mut columns[i], values)?;
         }
     }
     Ok(columns)
+}
+
+/// The distinct select values of each of `selects` (indexes into
+/// `columns`), in first-seen order: one pass, refused as soon as a column
+/// brings more than [`MAX_SELECT_VALUES`].
+fn select_values_of(
+    columns: &[Column],
+    selects: &[usize],
+    sheet: &mut Sheet,
+) -> ApiResult<Vec<Vec<String>>> {
+    let mut values: Vec<Vec<String>> = vec![Vec::new(); selects.len()];
+    let mut seen: Vec<HashSet<String>> = vec![HashSet::new(); selects.len()];
+    sheet.for_each_row(|_, row| {
+        for (k, &i) in selects.iter().enumerate() {
+            let c = &columns[i];
+            for v in select_values(c.field.costume, &row[c.index]) {
+                if !seen[k].contains(v) {
+                    if values[k].len() == MAX_SELECT_VALUES {
+                        return Err(ApiError::bad_request(format!(
+                            "Column {} ('{}') has {} distinct values or more; a select column \
+                             may bring at most {MAX_SELECT_VALUES}. Import it as text instead.",
+                            c.index,
+                            c.header,
+                            MAX_SELECT_VALUES + 1
+                        )));
+                    }
+                    seen[k].insert(v.to_owned());
+                    values[k].push(v.to_owned());
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(values)
 }
 
 /// The field a `create` entry makes, with its settings checked as a field
@@ -188,37 +229,19 @@ fn planned_field(
     })
 }
 
-/// Adds the select values of the column that are not yet choices (by name
-/// or id) to its field, with minted ids; existing choices keep their ids
-/// and colours. More than [`MAX_SELECT_VALUES`] distinct values is refused.
-fn add_choices(column: &mut Column, sheet: &Sheet) -> ApiResult<()> {
+/// Adds the column's select values that are not yet choices (by name or
+/// id) to its field, with minted ids; existing choices keep their ids and
+/// colours.
+fn add_choices(column: &mut Column, distinct: Vec<String>) -> ApiResult<()> {
     let f = &column.field;
-    let mut distinct: Vec<&str> = Vec::new();
-    let mut seen: HashSet<&str> = HashSet::new();
-    for row in &sheet.rows {
-        for v in select_values(f.costume, &row[column.index]) {
-            if seen.insert(v) {
-                distinct.push(v);
-            }
-        }
-    }
-    if distinct.len() > MAX_SELECT_VALUES {
-        return Err(ApiError::bad_request(format!(
-            "Column {} ('{}') has {} distinct values; a select column may bring at most \
-             {MAX_SELECT_VALUES}. Import it as text instead.",
-            column.index,
-            column.header,
-            distinct.len()
-        )));
-    }
     let known: HashSet<String> = f
         .choices()
         .into_iter()
         .flat_map(|(id, name)| [id, name])
         .collect();
-    let new: Vec<&str> = distinct
+    let new: Vec<String> = distinct
         .into_iter()
-        .filter(|v| !known.contains(*v))
+        .filter(|v| !known.contains(v))
         .collect();
     if new.is_empty() {
         return Ok(());
@@ -270,63 +293,86 @@ fn planned_table(
     }
 }
 
-/// Every row's cells converted by the record write path (keyed by the
+/// Converts rows of the file as the record write path does (keyed by the
 /// columns' field ids, stand-in ids for fields still to be made; blank
-/// cells left out). The first cell that does not fit is a 400 naming its
-/// data row, column and value; so is a value repeated in a unique field.
-pub fn convert(
-    schema: &DatabaseSchema,
-    table: Option<&TableSchema>,
-    columns: &[Column],
-    sheet: &Sheet,
-    env: &filter_lang::Env,
-) -> ApiResult<Vec<Prepared>> {
-    let planned = planned_table(table, &schema.database_id, columns);
-    let mut out = Vec::with_capacity(sheet.rows.len());
-    for (r, row) in sheet.rows.iter().enumerate() {
-        let mut cells = Map::with_capacity(columns.len());
-        for c in columns {
+/// cells left out).
+pub struct Converter<'a> {
+    schema: &'a DatabaseSchema,
+    planned: TableSchema,
+    pub columns: &'a [Column],
+    env: &'a filter_lang::Env,
+}
+
+impl<'a> Converter<'a> {
+    pub fn new(
+        schema: &'a DatabaseSchema,
+        table: Option<&TableSchema>,
+        columns: &'a [Column],
+        env: &'a filter_lang::Env,
+    ) -> Converter<'a> {
+        Converter {
+            schema,
+            planned: planned_table(table, &schema.database_id, columns),
+            columns,
+            env,
+        }
+    }
+
+    /// Data row `r`; the first cell that does not fit is a 400 naming its
+    /// data row, column and value.
+    pub fn row(&self, r: usize, row: &[String]) -> ApiResult<Prepared> {
+        let mut cells = Map::with_capacity(self.columns.len());
+        for c in self.columns {
             let v = cell_json(&c.field, &row[c.index]);
             if !v.is_null() {
                 cells.insert(c.field.id.clone(), v);
             }
         }
-        match prepare(schema, &planned, &cells, env) {
-            Ok(p) => out.push(p),
-            Err(e) => return Err(culprit(schema, &planned, columns, row, r, env).unwrap_or(e)),
-        }
+        prepare(self.schema, &self.planned, &cells, self.env)
+            .map_err(|e| self.culprit(row, r).unwrap_or(e))
     }
-    refuse_repeats(columns, sheet, &out)?;
-    Ok(out)
-}
 
-/// The refusal naming the first cell of `row` that does not convert.
-fn culprit(
-    schema: &DatabaseSchema,
-    planned: &TableSchema,
-    columns: &[Column],
-    row: &[String],
-    r: usize,
-    env: &filter_lang::Env,
-) -> Option<ApiError> {
-    columns.iter().find_map(|c| {
+    /// The value column `c` of `row` converts to (null when blank).
+    pub fn value(&self, c: &Column, row: &[String]) -> ApiResult<Value> {
         let v = cell_json(&c.field, &row[c.index]);
-        let cells = Map::from_iter([(c.field.id.clone(), v)]);
-        match prepare(schema, planned, &cells, env) {
-            Err(ApiError::BadRequest(m)) => Some(ApiError::bad_request(format!(
-                "Data row {}, column {} ('{}'): the value '{}' cannot be imported. {m}",
-                r + 1,
-                c.index,
-                c.header,
-                quote(&row[c.index])
-            ))),
-            Err(other) => Some(other),
-            Ok(_) => None,
+        if v.is_null() {
+            return Ok(v);
         }
-    })
+        let cells = Map::from_iter([(c.field.id.clone(), v)]);
+        let p = prepare(self.schema, &self.planned, &cells, self.env)?;
+        Ok(p.columns.get(&c.field.id).cloned().unwrap_or(Value::Null))
+    }
+
+    /// The refusal naming the first cell of `row` that does not convert.
+    fn culprit(&self, row: &[String], r: usize) -> Option<ApiError> {
+        self.columns.iter().find_map(|c| {
+            let v = cell_json(&c.field, &row[c.index]);
+            let cells = Map::from_iter([(c.field.id.clone(), v)]);
+            match prepare(self.schema, &self.planned, &cells, self.env) {
+                Err(ApiError::BadRequest(m)) => Some(ApiError::bad_request(format!(
+                    "Data row {}, column {} ('{}'): the value '{}' cannot be imported. {m}",
+                    r + 1,
+                    c.index,
+                    c.header,
+                    quote(&row[c.index])
+                ))),
+                Err(other) => Some(other),
+                Ok(_) => None,
+            }
+        })
+    }
 }
 
-fn quote(v: &str) -> String {
+/// Every row converted once and checked (nothing kept), then values
+/// repeated in a unique field refused ([`repeats`]); returns how many
+/// data rows the file has.
+pub fn check(converter: &Converter, sheet: &mut Sheet) -> ApiResult<usize> {
+    let rows = sheet.for_each_row(|r, row| converter.row(r, row).map(drop))?;
+    repeats::refuse(converter, sheet, rows)?;
+    Ok(rows)
+}
+
+pub fn quote(v: &str) -> String {
     let v = v.trim();
     if v.chars().count() <= QUOTE_CHARS {
         v.to_owned()
@@ -334,36 +380,6 @@ fn quote(v: &str) -> String {
         let head: String = v.chars().take(QUOTE_CHARS).collect();
         format!("{head}...")
     }
-}
-
-/// A value repeated within the file in a field that must be unique
-/// (the clash would otherwise only show mid-write).
-fn refuse_repeats(columns: &[Column], sheet: &Sheet, rows: &[Prepared]) -> ApiResult<()> {
-    for c in columns {
-        let f = &c.field;
-        if !(f.costume.supports_unique() && scalar::wants_unique(&f.options)) {
-            continue;
-        }
-        let mut first: HashMap<String, usize> = HashMap::new();
-        for (r, p) in rows.iter().enumerate() {
-            let Some(v) = p.columns.get(&f.id).filter(|v| !v.is_null()) else {
-                continue;
-            };
-            if let Some(earlier) = first.insert(v.to_string(), r) {
-                return Err(ApiError::bad_request(format!(
-                    "Data rows {} and {} both hold '{}' in column {} ('{}'), but field '{}' \
-                     must be unique.",
-                    earlier + 1,
-                    r + 1,
-                    quote(&sheet.rows[r][c.index]),
-                    c.index,
-                    c.header,
-                    f.name
-                )));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// `prepared` with stand-in ids replaced by the ids of the made fields.

@@ -32,48 +32,99 @@ impl Guess {
     }
 }
 
-pub fn guess<'a>(values: impl IntoIterator<Item = &'a str>) -> Guess {
-    let values: Vec<&str> = values
-        .into_iter()
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .collect();
-    if values.is_empty() {
-        return Guess::plain("single_line_text");
-    }
-    let all = |test: fn(&str) -> bool| values.iter().all(|v| test(v));
-    let scalar = [
-        ("checkbox", is_checkbox as fn(&str) -> bool),
-        ("number", is_number),
-        ("percent", is_percent),
-        ("currency", is_currency),
-        ("date", is_date),
-        ("email", is_email),
-        ("url", is_url),
-    ];
-    if let Some((costume, _)) = scalar.iter().find(|(_, test)| all(*test)) {
-        return Guess::plain(costume);
-    }
-    if values.iter().any(|v| v.contains('\n')) {
-        return Guess::plain("long_text");
-    }
-    let mut distinct: Vec<&str> = Vec::new();
-    for v in &values {
-        if !distinct.contains(v) {
-            distinct.push(v);
-            if distinct.len() > MAX_SELECT_CHOICES {
-                return Guess::plain("single_line_text");
-            }
+/// Longest value a guessed select choice may be (characters).
+const MAX_CHOICE_CHARS: usize = 100;
+
+type Test = fn(&str) -> bool;
+
+/// The scalar costumes, in the order they are tried.
+const SCALARS: [(&str, Test); 7] = [
+    ("checkbox", is_checkbox),
+    ("number", is_number),
+    ("percent", is_percent),
+    ("currency", is_currency),
+    ("date", is_date),
+    ("email", is_email),
+    ("url", is_url),
+];
+
+/// A column's guess built one value at a time, holding at most
+/// [`MAX_SELECT_CHOICES`] + 1 short distinct values.
+#[derive(Debug, Clone)]
+pub struct Guesser {
+    /// Non-empty values seen.
+    values: usize,
+    /// Per scalar costume: every value so far fits it.
+    fits: [bool; 7],
+    line_break: bool,
+    /// Distinct values in first-seen order, while a select is possible.
+    distinct: Vec<String>,
+    /// More than [`MAX_SELECT_CHOICES`] distinct values, or one too long:
+    /// not a select.
+    no_select: bool,
+}
+
+impl Default for Guesser {
+    fn default() -> Self {
+        Guesser {
+            values: 0,
+            fits: [true; 7],
+            line_break: false,
+            distinct: Vec::new(),
+            no_select: false,
         }
     }
-    if distinct.len() < values.len() && distinct.iter().all(|v| v.chars().count() <= 100) {
-        let choices: Vec<Value> = distinct.iter().map(|v| json!({ "name": v })).collect();
-        return Guess {
-            costume: "single_select",
-            options: json!({ "choices": choices }),
-        };
+}
+
+impl Guesser {
+    pub fn add(&mut self, value: &str) {
+        let v = value.trim();
+        if v.is_empty() {
+            return;
+        }
+        self.values += 1;
+        for (fits, (_, test)) in self.fits.iter_mut().zip(SCALARS) {
+            *fits = *fits && test(v);
+        }
+        self.line_break |= v.contains('\n');
+        if self.no_select || self.distinct.iter().any(|d| d == v) {
+            return;
+        }
+        if self.distinct.len() == MAX_SELECT_CHOICES || v.chars().count() > MAX_CHOICE_CHARS {
+            self.no_select = true;
+            self.distinct = Vec::new();
+        } else {
+            self.distinct.push(v.to_owned());
+        }
     }
-    Guess::plain("single_line_text")
+
+    pub fn guess(&self) -> Guess {
+        if self.values == 0 {
+            return Guess::plain("single_line_text");
+        }
+        if let Some(((costume, _), _)) = SCALARS.iter().zip(self.fits).find(|(_, fits)| *fits) {
+            return Guess::plain(costume);
+        }
+        if self.line_break {
+            return Guess::plain("long_text");
+        }
+        if !self.no_select && self.distinct.len() < self.values {
+            let choices: Vec<Value> = self.distinct.iter().map(|v| json!({ "name": v })).collect();
+            return Guess {
+                costume: "single_select",
+                options: json!({ "choices": choices }),
+            };
+        }
+        Guess::plain("single_line_text")
+    }
+}
+
+pub fn guess<'a>(values: impl IntoIterator<Item = &'a str>) -> Guess {
+    let mut g = Guesser::default();
+    for v in values {
+        g.add(v);
+    }
+    g.guess()
 }
 
 fn is_checkbox(v: &str) -> bool {

@@ -1,6 +1,8 @@
 //! The import run (part B "Import", `file` + `target` + `plan`): check the
-//! plan and convert every cell first ([`columns`], off the async runtime),
-//! then write.
+//! plan and convert every cell first ([`columns`], off the async runtime,
+//! keeping nothing), then write: a blocking task reads the file once more
+//! and hands converted batches over a channel of one, so at most two
+//! batches are held at once.
 //!
 //! * `new_table`: the table and its fields are made by the table and field
 //!   create paths, then the rows are written; any failure after the table
@@ -26,9 +28,9 @@ use crate::auth::Access;
 use crate::catalog::placements::{self, Need};
 use crate::error::{ApiError, ApiResult};
 use crate::fields;
-use crate::import::columns::{self, Column, Source};
+use crate::import::columns::{self, Column, Converter, Source};
 use crate::import::plan::{Entry, Target};
-use crate::import::sheet;
+use crate::import::sheet::{self, Sheet};
 use crate::records::cells::write::Prepared;
 use crate::records::events::{Outbox, RecordEvent, Written};
 use crate::records::{store, write};
@@ -43,6 +45,10 @@ pub const BATCH: usize = 100;
 /// fixes no size there (a failure deletes the table whatever landed), and
 /// fewer round trips make a large import markedly faster.
 pub const NEW_TABLE_BATCH: usize = 1_000;
+/// Most cells in one batch: a wide file gets batches of fewer rows on a
+/// table the run made (never fewer than [`BATCH`], as a file has at most
+/// 500 columns), so a batch's converted cells stay a few MB.
+pub const MAX_BATCH_CELLS: usize = 50_000;
 /// An import of this many rows or more refreshes the table's statistics.
 pub const ANALYZE_FROM: usize = 1_000;
 
@@ -71,12 +77,20 @@ pub async fn run(
         }
     };
     let started = std::time::Instant::now();
-    let (cols, rows) = tokio::task::spawn_blocking(move || {
-        let sheet = sheet::read(&filename, &bytes)?;
-        drop(bytes);
-        let cols = columns::resolve(table.as_ref(), &plan, &sheet)?;
-        let rows = columns::convert(&schema, table.as_ref(), &cols, &sheet, &env(&schema)?)?;
-        Ok::<_, ApiError>((cols, rows))
+    let env = env(&schema)?;
+    let (file, cols, total) = tokio::task::spawn_blocking(move || {
+        let mut sheet = sheet::open(&filename, bytes)?;
+        let cols = columns::resolve(table.as_ref(), &plan, &mut sheet)?;
+        let converter = Converter::new(&schema, table.as_ref(), &cols, &env);
+        let total = columns::check(&converter, &mut sheet)?;
+        let file = Checked {
+            sheet,
+            schema,
+            table,
+            columns: cols.clone(),
+            env,
+        };
+        Ok::<_, ApiError>((file, cols, total))
     })
     .await
     .map_err(|e| ApiError::Internal(e.into()))??;
@@ -84,11 +98,11 @@ pub async fn run(
 
     let (table_id, created) = match target {
         Target::NewTable { name } => {
-            new_table(state, database_id, user_id, &name, &cols, rows).await?
+            new_table(state, database_id, user_id, &name, &cols, file).await?
         }
         Target::ExistingTable { table_id } => {
             let created =
-                existing_table(state, database_id, user_id, &table_id, &cols, rows).await?;
+                existing_table(state, database_id, user_id, &table_id, &cols, file, total).await?;
             (table_id, created)
         }
     };
@@ -101,6 +115,56 @@ pub async fn run(
         "import finished"
     );
     Ok(json!({ "tableId": table_id, "created": created }))
+}
+
+/// Rows per batch: `base`, fewer when `columns` wide rows would pass
+/// [`MAX_BATCH_CELLS`] (never fewer than [`BATCH`]).
+fn batch_rows(base: usize, columns: usize) -> usize {
+    base.min(MAX_BATCH_CELLS / columns.max(1)).max(BATCH)
+}
+
+/// The checked file with what converts its rows, handed to the writer.
+struct Checked {
+    sheet: Sheet,
+    schema: std::sync::Arc<DatabaseSchema>,
+    table: Option<crate::schema::TableSchema>,
+    columns: Vec<Column>,
+    env: filter_lang::Env,
+}
+
+impl Checked {
+    /// Reads the file again on a blocking task, sending its rows converted
+    /// in batches of `size` (an error ends the stream).
+    fn batches(self, size: usize) -> tokio::sync::mpsc::Receiver<ApiResult<Vec<Prepared>>> {
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        tokio::task::spawn_blocking(move || {
+            let Checked {
+                mut sheet,
+                schema,
+                table,
+                columns,
+                env,
+            } = self;
+            let converter = Converter::new(&schema, table.as_ref(), &columns, &env);
+            let mut batch = Vec::with_capacity(size);
+            let read = sheet.for_each_row(|r, row| {
+                batch.push(converter.row(r, row)?);
+                if batch.len() == size {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(size));
+                    // The writer stopped: end this pass.
+                    tx.blocking_send(Ok(full)).map_err(|_| ApiError::NotFound)?;
+                }
+                Ok(())
+            });
+            let last = match read {
+                Ok(_) if batch.is_empty() => return,
+                Ok(_) => Ok(batch),
+                Err(e) => Err(e),
+            };
+            let _ = tx.blocking_send(last);
+        });
+        rx
+    }
 }
 
 /// The database's timezone and now, against which cells are read (as a
@@ -118,21 +182,20 @@ async fn new_table(
     user_id: &str,
     name: &str,
     cols: &[Column],
-    rows: Vec<Prepared>,
+    file: Checked,
 ) -> ApiResult<(String, usize)> {
     let table = tables::create::create(&state.db, database_id, user_id, name).await?;
     let filled = async {
         let made = make_fields(state, database_id, user_id, &table.id, cols)
             .await
             .map_err(|(_, e)| e)?;
-        let rows = columns::rekey(rows, &made);
         write_rows(
             state,
             database_id,
             user_id,
             &table.id,
-            rows,
-            NEW_TABLE_BATCH,
+            file.batches(batch_rows(NEW_TABLE_BATCH, cols.len())),
+            &made,
         )
         .await
         .map_err(|(_, e)| e)
@@ -161,7 +224,8 @@ async fn existing_table(
     user_id: &str,
     table_id: &str,
     cols: &[Column],
-    rows: Vec<Prepared>,
+    file: Checked,
+    total: usize,
 ) -> ApiResult<usize> {
     let made = make_fields(state, database_id, user_id, table_id, cols)
         .await
@@ -186,11 +250,16 @@ async fn existing_table(
                 .map_err(|e| fields_failure(made.len(), e))?;
         }
     }
-    let total = rows.len();
-    let rows = columns::rekey(rows, &made);
-    write_rows(state, database_id, user_id, table_id, rows, BATCH)
-        .await
-        .map_err(|(added, e)| late_failure(added, total, e))
+    write_rows(
+        state,
+        database_id,
+        user_id,
+        table_id,
+        file.batches(BATCH),
+        &made,
+    )
+    .await
+    .map_err(|(added, e)| late_failure(added, total, e))
 }
 
 /// Makes the fields of the `create` columns, in plan order, through the
@@ -229,23 +298,22 @@ async fn make_fields(
     Ok(made)
 }
 
-/// Writes `rows` in batches of `size`, each its own transaction, on one
-/// session; returns how many were written, or how many were written
-/// before the failure.
+/// Writes the batches `rows` sends (stand-in ids replaced by `made`'s),
+/// each its own transaction, on one session; returns how many rows were
+/// written, or how many were written before the failure.
 async fn write_rows(
     state: &AppState,
     database_id: &str,
     user_id: &str,
     table_id: &str,
-    rows: Vec<Prepared>,
-    size: usize,
+    mut rows: tokio::sync::mpsc::Receiver<ApiResult<Vec<Prepared>>>,
+    made: &HashMap<String, String>,
 ) -> Result<usize, (usize, ApiError)> {
     let mut client = state.db.client_for(database_id).await.map_err(|e| (0, e))?;
     let mut added = 0;
-    let mut rows = rows.into_iter().peekable();
     let mut record_table = None;
-    while rows.peek().is_some() {
-        let batch: Vec<Prepared> = rows.by_ref().take(size).collect();
+    while let Some(batch) = rows.recv().await {
+        let batch = columns::rekey(batch.map_err(|e| (added, e))?, made);
         let n = batch.len();
         let written = state
             .db

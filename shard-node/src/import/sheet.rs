@@ -1,4 +1,7 @@
-//! A spreadsheet read into text cells: the header row and the data rows.
+//! A spreadsheet read as a stream of text rows: the header row, then the
+//! data rows, one at a time. Nothing but the file's bytes and the row being
+//! read is held: every pass ([`Sheet::for_each_row`]) reads the file again,
+//! so memory does not grow with the file's rows or with what it claims.
 //!
 //! Decisions where part B is silent:
 //! * CSV: a UTF-8 byte order mark is dropped; bytes that are not valid UTF-8
@@ -8,97 +11,194 @@
 //!   (trailing empty cells are often left out); a row longer than the header
 //!   is refused, naming the row, since its extra cells would have no column.
 //! * `.xlsx`/`.xls`: the first worksheet only; the others are counted in
-//!   `extra_sheets`. An `.xlsx` whose parts would inflate beyond
-//!   [`MAX_INFLATED_BYTES`] (a zip bomb) is refused before it is read.
+//!   `extra_sheets` (see [`crate::import::sheet_xlsx`] and
+//!   [`crate::import::sheet_xls`] for what is refused before reading).
 //! * Rows whose every cell is empty are left out (blank lines at the end of
 //!   a sheet are common).
-
-use std::io::Cursor;
+//! * At most [`MAX_ROWS`] data rows and [`MAX_COLUMNS`] columns; a header
+//!   cell of at most [`MAX_HEADER_CHARS`] characters. The row that breaks a
+//!   ceiling is refused as soon as it is read.
 
 use crate::error::{ApiError, ApiResult};
-use crate::import::MAX_ROWS;
+use crate::import::{sheet_csv, sheet_xls, sheet_xlsx, MAX_COLUMNS, MAX_HEADER_CHARS, MAX_ROWS};
 
-/// Most bytes an `.xlsx` may inflate to, all parts together.
-pub const MAX_INFLATED_BYTES: u64 = 200 * 1024 * 1024;
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Sheet {
-    pub headers: Vec<String>,
-    /// Each as wide as `headers`.
-    pub rows: Vec<Vec<String>>,
-    /// Worksheets after the first, not read.
-    pub extra_sheets: usize,
+/// A source of raw rows (cells as read, before the header rules).
+pub trait Rows {
+    /// Fills `row` with the next row's cells; `false` at the end.
+    fn next_row(&mut self, row: &mut Vec<String>) -> ApiResult<bool>;
 }
 
-/// Reads `bytes` by the extension of `filename`.
-pub fn read(filename: &str, bytes: &[u8]) -> ApiResult<Sheet> {
+/// The file, by kind; each can be read any number of times.
+enum Book {
+    Csv(sheet_csv::Csv),
+    Xlsx(Box<sheet_xlsx::Xlsx>),
+    Xls(sheet_xls::Xls),
+}
+
+pub struct Sheet {
+    pub headers: Vec<String>,
+    /// Worksheets after the first, not read.
+    pub extra_sheets: usize,
+    book: Book,
+}
+
+/// Opens `bytes` by the extension of `filename` and reads its header row.
+pub fn open(filename: &str, bytes: Vec<u8>) -> ApiResult<Sheet> {
     if bytes.is_empty() {
         return Err(ApiError::bad_request("The file is empty."));
     }
     let lower = filename.to_ascii_lowercase();
-    if lower.ends_with(".xlsx") {
-        refuse_zip_bomb(bytes)?;
-        let book = calamine::open_workbook_from_rs::<calamine::Xlsx<_>, _>(Cursor::new(bytes))
-            .map_err(|_| not_a_spreadsheet("xlsx"))?;
-        from_workbook::<Cursor<&[u8]>, _>(book, "xlsx")
+    let (book, extra_sheets) = if lower.ends_with(".xlsx") {
+        let x = sheet_xlsx::Xlsx::open(bytes)?;
+        let extra = x.extra_sheets;
+        (Book::Xlsx(Box::new(x)), extra)
     } else if lower.ends_with(".xls") {
-        let book = calamine::open_workbook_from_rs::<calamine::Xls<_>, _>(Cursor::new(bytes))
-            .map_err(|_| not_a_spreadsheet("xls"))?;
-        from_workbook::<Cursor<&[u8]>, _>(book, "xls")
+        let x = sheet_xls::Xls::open(bytes)?;
+        let extra = x.extra_sheets;
+        (Book::Xls(x), extra)
     } else {
-        read_csv(bytes)
+        (Book::Csv(sheet_csv::Csv::new(bytes)), 0)
+    };
+    let mut sheet = Sheet {
+        headers: Vec::new(),
+        extra_sheets,
+        book,
+    };
+    sheet.headers = sheet.read_header()?;
+    Ok(sheet)
+}
+
+impl Sheet {
+    fn rows(&mut self) -> ApiResult<Box<dyn Rows + '_>> {
+        Ok(match &mut self.book {
+            Book::Csv(c) => Box::new(c.rows()),
+            Book::Xlsx(x) => Box::new(x.rows()?),
+            Book::Xls(x) => Box::new(x.rows()),
+        })
+    }
+
+    fn read_header(&mut self) -> ApiResult<Vec<String>> {
+        let mut rows = self.rows()?;
+        let mut row = Vec::new();
+        while rows.next_row(&mut row)? {
+            if is_blank(&row) {
+                continue;
+            }
+            if row.len() > MAX_COLUMNS {
+                return Err(too_many_columns(row.len()));
+            }
+            return row
+                .iter()
+                .enumerate()
+                .map(|(i, h)| {
+                    let h = h.trim();
+                    if h.chars().count() > MAX_HEADER_CHARS {
+                        return Err(ApiError::bad_request(format!(
+                            "The header of column {i} is longer than {MAX_HEADER_CHARS} \
+                             characters; a column header may be at most {MAX_HEADER_CHARS}."
+                        )));
+                    }
+                    Ok(h.to_owned())
+                })
+                .collect();
+        }
+        Err(ApiError::bad_request(
+            "The file has no header row: the first row must name the columns.",
+        ))
+    }
+
+    /// Reads the file again and calls `f` with each data row (its index
+    /// from 0 and its cells, as many as the header's), in order. The
+    /// 50,001st data row and a row longer than the header are refused as
+    /// soon as they are read. Returns how many data rows there are.
+    pub fn for_each_row(
+        &mut self,
+        mut f: impl FnMut(usize, &[String]) -> ApiResult<()>,
+    ) -> ApiResult<usize> {
+        self.pass(|i, row| f(i, row).map(|()| true))
+    }
+
+    /// [`Sheet::for_each_row`] until `f` answers `false`.
+    fn pass(&mut self, mut f: impl FnMut(usize, &[String]) -> ApiResult<bool>) -> ApiResult<usize> {
+        let width = self.headers.len();
+        let mut rows = self.rows()?;
+        let mut row = Vec::new();
+        let mut header_seen = false;
+        let mut n = 0;
+        while rows.next_row(&mut row)? {
+            if is_blank(&row) {
+                continue;
+            }
+            if !header_seen {
+                header_seen = true;
+                continue;
+            }
+            if n == MAX_ROWS {
+                return Err(too_many_rows());
+            }
+            if row.len() > width {
+                return Err(ApiError::bad_request(format!(
+                    "Data row {} has {} cells but the header names {width} columns.",
+                    n + 1,
+                    row.len()
+                )));
+            }
+            row.resize(width, String::new());
+            n += 1;
+            if !f(n - 1, &row)? {
+                break;
+            }
+        }
+        Ok(n)
+    }
+
+    /// How many data rows there are (a pass that keeps nothing).
+    pub fn count_rows(&mut self) -> ApiResult<usize> {
+        self.for_each_row(|_, _| Ok(()))
+    }
+
+    /// The cell of data row `r`, column `c` (a pass up to that row).
+    pub fn cell(&mut self, r: usize, c: usize) -> ApiResult<String> {
+        let mut found = String::new();
+        self.pass(|i, row| {
+            if i == r {
+                found = row.get(c).cloned().unwrap_or_default();
+            }
+            Ok(i < r)
+        })?;
+        Ok(found)
     }
 }
 
-fn not_a_spreadsheet(kind: &str) -> ApiError {
+fn is_blank(row: &[String]) -> bool {
+    row.iter().all(|c| c.trim().is_empty())
+}
+
+pub fn too_many_rows() -> ApiError {
+    ApiError::bad_request(format!(
+        "The file has more than {} data rows; an import takes at most {}.",
+        fmt_thousands(MAX_ROWS),
+        fmt_thousands(MAX_ROWS)
+    ))
+}
+
+pub fn too_many_columns(n: usize) -> ApiError {
+    ApiError::bad_request(format!(
+        "The header row has {} cells; an import reads at most {MAX_COLUMNS} columns (as many as \
+         a table has fields).",
+        fmt_thousands(n)
+    ))
+}
+
+pub fn not_a_spreadsheet(kind: &str) -> ApiError {
     ApiError::bad_request(format!(
         "The file is named .{kind} but could not be read as an .{kind} spreadsheet."
     ))
 }
 
-/// Refuses an `.xlsx` (a zip) whose declared inflated size is too large,
-/// before any part is inflated.
-fn refuse_zip_bomb(bytes: &[u8]) -> ApiResult<()> {
-    let mut archive =
-        zip::ZipArchive::new(Cursor::new(bytes)).map_err(|_| not_a_spreadsheet("xlsx"))?;
-    let mut total: u64 = 0;
-    for i in 0..archive.len() {
-        let entry = archive
-            .by_index_raw(i)
-            .map_err(|_| not_a_spreadsheet("xlsx"))?;
-        total = total.saturating_add(entry.size());
-    }
-    if total > MAX_INFLATED_BYTES {
-        return Err(ApiError::bad_request(format!(
-            "The .xlsx file would inflate to {total} bytes, above the {} MB an import reads; \
-             it is refused as a likely zip bomb.",
-            MAX_INFLATED_BYTES / (1024 * 1024)
-        )));
-    }
-    Ok(())
-}
-
-fn from_workbook<RS, R>(mut book: R, kind: &str) -> ApiResult<Sheet>
-where
-    RS: std::io::Read + std::io::Seek,
-    R: calamine::Reader<RS>,
-{
-    let sheets = book.sheet_names().len();
-    let range = match book.worksheet_range_at(0) {
-        None => return Err(ApiError::bad_request("The spreadsheet has no worksheet.")),
-        Some(Err(_)) => return Err(not_a_spreadsheet(kind)),
-        Some(Ok(range)) => range,
-    };
-    let raw = range
-        .rows()
-        .map(|row| row.iter().map(cell_text).collect())
-        .collect();
-    table_from_rows(raw, sheets.saturating_sub(1))
-}
-
 /// A worksheet cell as text: dates as ISO 8601 (date alone at midnight),
-/// whole floats without a fraction.
-fn cell_text(cell: &calamine::Data) -> String {
+/// whole floats without a fraction, errors as nothing.
+pub fn cell_text(cell: &calamine::Data) -> String {
     use calamine::{Data, DataType};
     match cell {
         Data::DateTime(_) | Data::DateTimeIso(_) => match cell.as_datetime() {
@@ -107,79 +207,52 @@ fn cell_text(cell: &calamine::Data) -> String {
             None => cell.to_string(),
         },
         Data::Float(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", *f as i64),
-        Data::Error(_) => String::new(),
+        Data::Error(_) | Data::Empty => String::new(),
         _ => cell.to_string(),
     }
 }
 
-/// Reads CSV bytes (see the module notes for encoding and ragged rows).
-pub fn read_csv(bytes: &[u8]) -> ApiResult<Sheet> {
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let text = match std::str::from_utf8(bytes) {
-        Ok(text) => std::borrow::Cow::Borrowed(text),
-        Err(_) => {
-            encoding_rs::WINDOWS_1252
-                .decode_without_bom_handling(bytes)
-                .0
-        }
-    };
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(text.as_bytes());
-    let mut records = Vec::new();
-    for (i, record) in reader.records().enumerate() {
-        let record = record.map_err(|e| {
-            ApiError::bad_request(format!(
-                "The CSV file could not be read at line {}: {e}.",
-                i + 1
-            ))
-        })?;
-        records.push(record.iter().map(str::to_owned).collect::<Vec<_>>());
+/// The letters of the zero-based column `col` (`0` is `A`, `26` is `AA`).
+pub fn column_letters(col: u32) -> String {
+    let mut letters = Vec::new();
+    let mut c = col as u64 + 1;
+    while c > 0 {
+        letters.push(char::from(b'A' + ((c - 1) % 26) as u8));
+        c = (c - 1) / 26;
     }
-    table_from_rows(records, 0)
+    letters.iter().rev().collect()
 }
 
-/// Header row and data rows from raw rows: the first row that is not all
-/// empty is the header.
-fn table_from_rows(raw: Vec<Vec<String>>, extra_sheets: usize) -> ApiResult<Sheet> {
-    let mut rows = raw
-        .into_iter()
-        .filter(|r| r.iter().any(|c| !c.trim().is_empty()));
-    let Some(header) = rows.next() else {
-        return Err(ApiError::bad_request(
-            "The file has no header row: the first row must name the columns.",
-        ));
-    };
-    let headers: Vec<String> = header.iter().map(|h| h.trim().to_owned()).collect();
-    let width = headers.len();
-    let mut data = Vec::new();
-    for (i, mut row) in rows.enumerate() {
-        if data.len() == MAX_ROWS {
-            return Err(ApiError::bad_request(format!(
-                "The file has more than {} data rows; an import takes at most {}.",
-                fmt_thousands(MAX_ROWS),
-                fmt_thousands(MAX_ROWS)
-            )));
-        }
-        if row.len() > width {
-            return Err(ApiError::bad_request(format!(
-                "Data row {} has {} cells but the header names {width} columns.",
-                i + 1,
-                row.len()
-            )));
-        }
-        row.resize(width, String::new());
-        data.push(row);
-    }
-    Ok(Sheet {
-        headers,
-        rows: data,
-        extra_sheets,
-    })
+/// `A1`-style name of the zero-based cell `(row, col)`.
+pub fn cell_name(row: u32, col: u32) -> String {
+    format!("{}{}", column_letters(col), row as u64 + 1)
 }
 
-fn fmt_thousands(n: usize) -> String {
+/// Refuses a cell outside the ceilings before it is stored: a row beyond
+/// the header plus [`MAX_ROWS`], a column beyond [`MAX_COLUMNS`].
+pub fn check_cell(row: u32, col: u32) -> ApiResult<()> {
+    if row as usize > MAX_ROWS {
+        return Err(ApiError::bad_request(format!(
+            "The worksheet has a value in cell {}, beyond row {}: an import takes a header and at \
+             most {} data rows.",
+            cell_name(row, col),
+            fmt_thousands(MAX_ROWS + 1),
+            fmt_thousands(MAX_ROWS)
+        )));
+    }
+    if col as usize >= MAX_COLUMNS {
+        return Err(ApiError::bad_request(format!(
+            "The worksheet has a value in cell {}, beyond column {} ({}): an import reads at most \
+             {MAX_COLUMNS} columns.",
+            cell_name(row, col),
+            column_letters(MAX_COLUMNS as u32 - 1),
+            MAX_COLUMNS
+        )));
+    }
+    Ok(())
+}
+
+pub fn fmt_thousands(n: usize) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
@@ -192,59 +265,5 @@ fn fmt_thousands(n: usize) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn message(e: ApiError) -> String {
-        match e {
-            ApiError::BadRequest(m) => m,
-            other => panic!("not a 400: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn bom_is_dropped_and_short_rows_padded() {
-        let s = read_csv(b"\xEF\xBB\xBFa,b,c\n1,2\n\n3,4,5\n").unwrap();
-        assert_eq!(s.headers, ["a", "b", "c"]);
-        assert_eq!(s.rows, [vec!["1", "2", ""], vec!["3", "4", "5"]]);
-    }
-
-    #[test]
-    fn invalid_utf8_is_read_as_windows_1252() {
-        let s = read_csv(b"name\ncaf\xE9\n").unwrap();
-        assert_eq!(s.rows[0][0], "café");
-    }
-
-    #[test]
-    fn long_rows_empty_files_and_missing_headers_are_refused() {
-        let m = message(read_csv(b"a,b\n1,2,3\n").unwrap_err());
-        assert!(m.contains("Data row 1 has 3 cells"), "{m}");
-        assert_eq!(
-            message(read("x.csv", b"").unwrap_err()),
-            "The file is empty."
-        );
-        assert!(message(read_csv(b"\n,,\n").unwrap_err()).contains("no header row"));
-    }
-
-    #[test]
-    fn row_ceiling_is_refused_naming_it() {
-        let mut csv = String::from("n\n");
-        for i in 0..=MAX_ROWS {
-            csv.push_str(&format!("{i}\n"));
-        }
-        let m = message(read_csv(csv.as_bytes()).unwrap_err());
-        assert!(m.contains("at most 50,000"), "{m}");
-        let exact: String = csv
-            .lines()
-            .take(MAX_ROWS + 1)
-            .collect::<Vec<_>>()
-            .join("\n");
-        assert_eq!(read_csv(exact.as_bytes()).unwrap().rows.len(), MAX_ROWS);
-    }
-
-    #[test]
-    fn a_fake_xlsx_is_refused() {
-        let m = message(read("data.XLSX", b"not a zip at all").unwrap_err());
-        assert!(m.contains("could not be read as an .xlsx"), "{m}");
-    }
-}
+#[path = "sheet_tests.rs"]
+mod tests;
