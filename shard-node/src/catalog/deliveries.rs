@@ -198,6 +198,43 @@ pub struct ClaimLimits {
     pub lease: Duration,
 }
 
+/// The webhooks with unfinished deliveries, each with its database and
+/// earliest `due_at` (`ready.first_due`), as long as it is active and
+/// unpaused and its database is served here (placement `owned` or
+/// `moving`): a skip scan over `deliveries_webhook_due`, a few index
+/// probes per webhook whatever its backlog.
+const READY_WEBHOOKS: &str = "
+    pending(webhook_id) AS (
+        (SELECT webhook_id FROM deliveries WHERE finished_at IS NULL
+         ORDER BY webhook_id LIMIT 1)
+        UNION ALL
+        SELECT (SELECT d.webhook_id FROM deliveries d
+                WHERE d.finished_at IS NULL AND d.webhook_id > p.webhook_id
+                ORDER BY d.webhook_id LIMIT 1)
+        FROM pending p WHERE p.webhook_id IS NOT NULL
+    ), ready AS (
+        SELECT w.id, w.database_id, first.due_at AS first_due
+        FROM pending p
+        JOIN webhooks w ON w.id = p.webhook_id
+        JOIN placements pl ON pl.database_id = w.database_id AND pl.state IN ('owned', 'moving')
+        CROSS JOIN LATERAL (
+            SELECT d.due_at FROM deliveries d
+            WHERE d.webhook_id = w.id AND d.finished_at IS NULL
+            ORDER BY d.due_at LIMIT 1
+        ) AS first
+        WHERE w.is_active AND w.paused_at IS NULL
+    )";
+
+/// A condition on a `deliveries` row `d` that takes the write fence
+/// ([`super::placements::fence`]) for it inside the statement: its
+/// database is served here, and its placement stays `FOR KEY SHARE` locked
+/// until the statement's transaction ends, so the control plane's fence
+/// waits for the write and a write after the fence skips the row.
+const SERVED_FOR_KEY_SHARE: &str = "EXISTS (
+        SELECT 1 FROM placements pl
+        WHERE pl.database_id = d.database_id AND pl.state IN ('owned', 'moving')
+        FOR KEY SHARE)";
+
 /// Claims due rows of active, unpaused webhooks of the databases served
 /// here, at most `limits.rows`, fairly between databases: each database
 /// takes at most what it may still start (`limits.per_database` or its

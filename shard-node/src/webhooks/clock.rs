@@ -172,7 +172,11 @@ async fn batch_one(
         .or_else(|_| filter_lang::Env::new("UTC", Utc::now()))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
 
-    let tables: Vec<_> = schema.tables.iter().filter(|t| rule.covers(&t.id)).collect();
+    let tables: Vec<_> = schema
+        .tables
+        .iter()
+        .filter(|t| rule.covers(&t.id))
+        .collect();
     let qualified = tables
         .iter()
         .map(|t| t.qualified())

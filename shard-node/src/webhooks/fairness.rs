@@ -65,11 +65,7 @@ impl DatabaseShares {
 
     fn room(&self, database_id: &str) -> usize {
         let flying = self.in_flight.get(database_id).copied().unwrap_or(0);
-        let started = self
-            .windows
-            .get(database_id)
-            .map(|(_, n)| *n)
-            .unwrap_or(0);
+        let started = self.windows.get(database_id).map(|(_, n)| *n).unwrap_or(0);
         self.in_flight_cap
             .saturating_sub(flying)
             .min(self.per_window.saturating_sub(started))

@@ -70,9 +70,7 @@ async fn a_database_starts_at_most_its_attempts_per_minute() {
         .await;
     // Another database is not held back by the first one's cap...
     let (other, _) = h.app.owned_database().await;
-    let free = h
-        .webhook_in(&other, &h.receiver.url("ok/free"), None)
-        .await;
+    let free = h.webhook_in(&other, &h.receiver.url("ok/free"), None).await;
     for id in h.enqueue_in(&other, &free, 3).await {
         assert_eq!(h.finished(&id).await.state, "succeeded");
     }

@@ -84,10 +84,6 @@ pub fn new_secret() -> String {
 }
 
 impl Harness {
-    fn tag(&self) -> &str {
-        ids::tag_of(Kind::Database, &self.database_id).unwrap()
-    }
-
     /// A whole-database webhook posting to `url`.
     pub async fn webhook_to(&self, url: &str, table_id: Option<&str>) -> Hook {
         self.webhook_in(&self.database_id, url, table_id).await

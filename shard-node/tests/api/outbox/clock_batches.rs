@@ -89,12 +89,20 @@ async fn a_pass_is_bounded_and_the_next_carries_on_firing_each_transition_once()
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert!(fx.deliveries(&hook).await.is_empty());
 
-    // The next sweep goes over 35 ids in four passes, each within the
-    // budget; a restarted node (a state of its own) carries on from the
-    // cursor the last one left.
+    // The next sweep goes over 35 ids in four passes or more (a batch
+    // finding the webhook row locked, by the deliverer recording an
+    // attempt, is skipped until the next pass), each within the budget; a
+    // restarted node (a state of its own) carries on from the cursor the
+    // last one left.
     let mut passes = Vec::new();
-    for i in 0..4 {
-        let state = if i % 2 == 0 {
+    while passes
+        .iter()
+        .map(|o: &clock::PassOutcome| o.sweeps)
+        .sum::<usize>()
+        == 0
+    {
+        assert!(passes.len() < 40, "the sweep never ended: {passes:?}");
+        let state = if passes.len() % 2 == 0 {
             node_state(&url, small_passes())
         } else {
             state.clone()
@@ -103,9 +111,8 @@ async fn a_pass_is_bounded_and_the_next_carries_on_firing_each_transition_once()
         assert!(o.rows <= BUDGET && o.deliveries <= BUDGET, "{o:?}");
         passes.push(o);
     }
-    let rows: Vec<usize> = passes.iter().map(|o| o.rows).collect();
-    assert_eq!(rows, [10, 10, 10, 5]);
-    assert_eq!(passes.iter().map(|o| o.sweeps).sum::<usize>(), 1);
+    assert!(passes.len() >= 4, "{passes:?}");
+    assert_eq!(passes.iter().map(|o| o.rows).sum::<usize>(), 35);
     assert_eq!(passes.iter().map(|o| o.deliveries).sum::<usize>(), 12);
     let fired = fx.deliveries(&hook).await;
     assert_eq!(record_ids(&fired), sorted(new.clone()));
