@@ -123,6 +123,16 @@ async fn connect(url: &str) -> Result<tokio_postgres::Client> {
     Ok(client)
 }
 
+/// The database's placement on this shard: `owned`.
+async fn owned_here(pg: &tokio_postgres::Client, database_id: &str) -> Result<()> {
+    pg.execute(
+        "INSERT INTO placements (database_id, epoch, state) VALUES ($1, 1, 'owned')",
+        &[&database_id],
+    )
+    .await?;
+    Ok(())
+}
+
 impl Bench {
     async fn create() -> Result<Bench> {
         let admin_url = std::env::var("BENCH_POSTGRES_URL")
@@ -148,6 +158,8 @@ impl Bench {
             &[&database_id, &tag],
         )
         .await?;
+        // The node delivers only for the databases it serves.
+        owned_here(&pg, &database_id).await?;
         Ok(Bench {
             admin_url,
             name,
@@ -198,6 +210,7 @@ impl Bench {
                 &[&database_id, &tag],
             )
             .await?;
+        owned_here(&self.pg, &database_id).await?;
         Ok((database_id, tag))
     }
 
