@@ -15,6 +15,11 @@
 # transaction with the outbox's pg_notify at RATE (50) per second for
 # DURATION (20) s, and prints one JSON line with latency_ms_p50/p90/p99/max.
 # WEBHOOK_TIMEOUT (10s) and the other WEBHOOK_* knobs pass to the node.
+# LIVE_DATABASE=other puts the live webhook in a second database (fairness
+# between databases: HANG_WEBHOOKS=100 HANG_DELIVERIES=1000 is one tenant
+# with 100 webhooks at a dead receiver); NODE_BIN=path runs another build
+# of the node (the "before" of an A/B). The enqueueing starts once the
+# hanging attempts stop growing for 2 s.
 # OUT=file also writes the JSON there.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -23,4 +28,4 @@ cd "$root"
 cargo build --release -q -p shard-node --bin shard-node --example webhook_bench
 bin="${CARGO_TARGET_DIR:-$root/target}/release"
 echo "== webhook isolation (load $(cut -d' ' -f1 /proc/loadavg), $(nproc) CPUs)" >&2
-NODE_BIN="$bin/shard-node" "$bin/examples/webhook_bench" isolation | tee "${OUT:-/dev/null}"
+NODE_BIN="${NODE_BIN:-$bin/shard-node}" "$bin/examples/webhook_bench" isolation | tee "${OUT:-/dev/null}"

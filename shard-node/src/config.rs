@@ -140,6 +140,21 @@ pub struct WebhookSettings {
     /// `WEBHOOK_CONCURRENCY_PER_WEBHOOK`, default 4: attempts in flight to
     /// one webhook, so a slow receiver holds at most this many.
     pub concurrency_per_webhook: usize,
+    /// `WEBHOOK_CONCURRENCY_PER_DATABASE`, default 32: attempts in flight
+    /// for one database's webhooks on this node, however many it has.
+    pub concurrency_per_database: usize,
+    /// `WEBHOOK_ATTEMPTS_PER_DATABASE_PER_MINUTE`, default 6000: attempts
+    /// one database's webhooks may start per minute on this node; beyond
+    /// it its deliveries wait, due, uncounted.
+    pub attempts_per_database_per_minute: usize,
+    /// `MATCH_CLOCK_BATCH`, default 500: records one transaction of the
+    /// match clock looks at (its memory holds at most this many ids and
+    /// payloads).
+    pub match_clock_batch: usize,
+    /// `MATCH_CLOCK_ROWS_PER_PASS`, default 50000: records (and match
+    /// memory rows) one pass looks at per database; the next pass carries
+    /// on from there.
+    pub match_clock_rows_per_pass: usize,
 }
 
 impl Default for WebhookSettings {
@@ -151,6 +166,10 @@ impl Default for WebhookSettings {
             egress_allow_cidrs: Vec::new(),
             concurrency: 64,
             concurrency_per_webhook: 4,
+            concurrency_per_database: 32,
+            attempts_per_database_per_minute: 6000,
+            match_clock_batch: 500,
+            match_clock_rows_per_pass: 50_000,
         }
     }
 }
@@ -185,6 +204,19 @@ impl WebhookSettings {
                 Some(v) => positive("WEBHOOK_CONCURRENCY_PER_WEBHOOK", &v)?,
                 None => d.concurrency_per_webhook,
             },
+            concurrency_per_database: count(
+                "WEBHOOK_CONCURRENCY_PER_DATABASE",
+                d.concurrency_per_database,
+            )?,
+            attempts_per_database_per_minute: count(
+                "WEBHOOK_ATTEMPTS_PER_DATABASE_PER_MINUTE",
+                d.attempts_per_database_per_minute,
+            )?,
+            match_clock_batch: count("MATCH_CLOCK_BATCH", d.match_clock_batch)?,
+            match_clock_rows_per_pass: count(
+                "MATCH_CLOCK_ROWS_PER_PASS",
+                d.match_clock_rows_per_pass,
+            )?,
         })
     }
 }
@@ -332,6 +364,14 @@ fn positive(name: &str, value: &str) -> anyhow::Result<usize> {
         .ok()
         .filter(|&n: &usize| n > 0)
         .with_context(|| format!("{name} must be a positive integer"))
+}
+
+/// A [`positive`] count from `name`, or `default` when unset.
+fn count(name: &str, default: usize) -> anyhow::Result<usize> {
+    match optional(name) {
+        Some(v) => positive(name, &v),
+        None => Ok(default),
+    }
 }
 
 /// Part A: a trashed record is restorable for seven days.

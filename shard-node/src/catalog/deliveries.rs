@@ -188,15 +188,21 @@ pub struct ClaimLimits {
     /// Webhooks with attempts in flight on this node, and how many.
     pub busy_webhooks: Vec<String>,
     pub busy_counts: Vec<i32>,
+    /// Attempts a database not listed in `databases` may start now.
+    pub per_database: i32,
+    /// Databases with attempts counted on this node, and how many each may
+    /// still start now (in flight and per minute: `webhooks::fairness`).
+    pub databases: Vec<String>,
+    pub database_rooms: Vec<i32>,
     /// How long the claim holds a row: the attempt's timeout and a margin.
     pub lease: Duration,
 }
 
-/// The webhooks with unfinished deliveries, each with its earliest
-/// `due_at` (`ready.first_due`), as long as it is active and unpaused and
-/// its database is served here (placement `owned` or `moving`):
-/// a skip scan over `deliveries_webhook_due`, a few index probes per
-/// webhook whatever its backlog.
+/// The webhooks with unfinished deliveries, each with its database and
+/// earliest `due_at` (`ready.first_due`), as long as it is active and
+/// unpaused and its database is served here (placement `owned` or
+/// `moving`): a skip scan over `deliveries_webhook_due`, a few index
+/// probes per webhook whatever its backlog.
 const READY_WEBHOOKS: &str = "
     pending(webhook_id) AS (
         (SELECT webhook_id FROM deliveries WHERE finished_at IS NULL
@@ -207,7 +213,7 @@ const READY_WEBHOOKS: &str = "
                 ORDER BY d.webhook_id LIMIT 1)
         FROM pending p WHERE p.webhook_id IS NOT NULL
     ), ready AS (
-        SELECT w.id, first.due_at AS first_due
+        SELECT w.id, w.database_id, first.due_at AS first_due
         FROM pending p
         JOIN webhooks w ON w.id = p.webhook_id
         JOIN placements pl ON pl.database_id = w.database_id AND pl.state IN ('owned', 'moving')
@@ -230,11 +236,16 @@ const SERVED_FOR_KEY_SHARE: &str = "EXISTS (
         FOR KEY SHARE)";
 
 /// Claims due rows of active, unpaused webhooks of the databases served
-/// here, the webhooks whose earliest row is the most overdue first, at
-/// most `limits.rows`, keeping every webhook within `limits.per_webhook`
-/// attempts in flight (webhooks already at it are skipped, so their
-/// backlog never holds up the others).
-/// Rows another claim holds are skipped.
+/// here, at most `limits.rows`, fairly between databases: each database
+/// takes at most what it may still start (`limits.per_database` or its
+/// entry in `limits.databases`; a database with no room is left out and
+/// its rows stay due, their attempts uncounted), and the rows go round
+/// robin over the databases (every database's most overdue row, then
+/// every database's second...), so one database's backlog or its many
+/// webhooks never hold up another's. Within a database, the webhooks whose
+/// earliest row is the most overdue go first, each kept within
+/// `limits.per_webhook` attempts in flight (webhooks already at it are
+/// skipped). Rows another claim holds are skipped.
 pub async fn claim(
     c: &impl GenericClient,
     limits: &ClaimLimits,
@@ -243,23 +254,37 @@ pub async fn claim(
     let statement = c
         .prepare_cached(&format!(
             "WITH RECURSIVE {READY_WEBHOOKS}, open AS (
-                 SELECT r.id, r.first_due, $3 - coalesce(b.held, 0) AS room
+                 SELECT r.id, r.database_id, r.first_due,
+                        $3 - coalesce(b.held, 0) AS room,
+                        coalesce(s.room, $6) AS database_room,
+                        row_number() OVER (PARTITION BY r.database_id
+                                           ORDER BY r.first_due, r.id) AS turn
                  FROM ready r
                  LEFT JOIN unnest($1::text[], $2::int4[]) AS b(webhook_id, held)
                         ON b.webhook_id = r.id
+                 LEFT JOIN unnest($7::text[], $8::int4[]) AS s(database_id, room)
+                        ON s.database_id = r.database_id
                  WHERE r.first_due <= now() AND coalesce(b.held, 0) < $3
-                 ORDER BY r.first_due
+                   AND coalesce(s.room, $6) > 0
+             ), picked AS (
+                 SELECT * FROM open WHERE turn <= database_room
+                 ORDER BY turn, first_due
                  LIMIT $4
-             ), chosen AS (
-                 SELECT c.id FROM open o
+             ), locked AS (
+                 SELECT c.id, c.due_at, o.database_room,
+                        row_number() OVER (PARTITION BY o.database_id
+                                           ORDER BY c.due_at, c.id) AS turn
+                 FROM picked o
                  CROSS JOIN LATERAL (
                      SELECT d.id, d.due_at FROM deliveries d
                      WHERE d.webhook_id = o.id AND d.finished_at IS NULL AND d.due_at <= now()
                      ORDER BY d.due_at
-                     LIMIT o.room
+                     LIMIT least(o.room, o.database_room)
                      FOR UPDATE SKIP LOCKED
                  ) AS c
-                 ORDER BY c.due_at
+             ), chosen AS (
+                 SELECT id FROM locked WHERE turn <= database_room
+                 ORDER BY turn, due_at
                  LIMIT $4
              )
              UPDATE deliveries d
@@ -269,16 +294,18 @@ pub async fn claim(
              RETURNING d.id, d.webhook_id, d.database_id, d.attempts, d.body, w.url, w.secret"
         ))
         .await?;
-    let per_webhook = limits.per_webhook;
     let rows = c
         .query(
             &statement,
             &[
                 &limits.busy_webhooks,
                 &limits.busy_counts,
-                &per_webhook,
+                &limits.per_webhook,
                 &limits.rows,
                 &lease_ms,
+                &limits.per_database,
+                &limits.databases,
+                &limits.database_rooms,
             ],
         )
         .await?;

@@ -35,6 +35,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0007_social",
         include_str!("../../migrations/0007_social.sql"),
     ),
+    (
+        "0008_match_clock_cursor",
+        include_str!("../../migrations/0008_match_clock_cursor.sql"),
+    ),
 ];
 
 /// Advisory lock key of the migration run ("shardmig" in ASCII).

@@ -7,6 +7,7 @@ pub mod comments;
 pub mod databases;
 pub mod deliveries;
 pub mod fields;
+pub mod match_sweep;
 pub mod migrations;
 pub mod outbox;
 pub mod placements;

@@ -149,20 +149,6 @@ pub async fn remembered(
         .collect()
 }
 
-/// Every record one webhook's memory holds.
-pub async fn memory_of(
-    c: &impl GenericClient,
-    webhook_id: &str,
-) -> Result<Vec<String>, tokio_postgres::Error> {
-    let rows = c
-        .query(
-            "SELECT record_id FROM webhook_matches WHERE webhook_id = $1",
-            &[&webhook_id],
-        )
-        .await?;
-    rows.iter().map(|r| r.try_get(0)).collect()
-}
-
 fn split(pairs: &[Match]) -> (Vec<&str>, Vec<&str>) {
     pairs.iter().map(|(w, r)| (w.as_str(), r.as_str())).unzip()
 }
@@ -276,23 +262,25 @@ pub async fn clock_webhooks(
         .collect()
 }
 
-/// Locks one webhook for a clock pass (`FOR UPDATE SKIP LOCKED`: another
-/// node's pass, or a change being saved, holds it: skip it this time).
-/// False when it is locked, gone, switched off or paused.
+/// Locks one webhook for a batch of a clock pass (`FOR UPDATE SKIP
+/// LOCKED`: another node's pass, or a change being saved, holds it: skip
+/// it this time) and reads where the batch starts (`match_cursor`, see
+/// `catalog::match_sweep`). `None` when it is locked, gone, switched off
+/// or paused.
 pub async fn lock_for_pass(
     c: &impl GenericClient,
     webhook_id: &str,
-) -> Result<bool, tokio_postgres::Error> {
+) -> Result<Option<Option<String>>, tokio_postgres::Error> {
     let row = c
         .query_opt(
-            "SELECT 1 FROM webhooks
+            "SELECT match_cursor FROM webhooks
              WHERE id = $1 AND trigger_type = 'record_matches' AND is_active
                AND paused_at IS NULL
              FOR UPDATE SKIP LOCKED",
             &[&webhook_id],
         )
         .await?;
-    Ok(row.is_some())
+    row.map(|r| r.try_get(0)).transpose()
 }
 
 /// Marks the first pass done (the memory now holds what matches).

@@ -199,6 +199,7 @@ pub async fn update(
              paused_at = CASE WHEN $11 THEN NULL ELSE paused_at END,
              consecutive_failures = CASE WHEN $11 THEN 0 ELSE consecutive_failures END,
              matches_recorded = matches_recorded AND NOT $12,
+             match_cursor = CASE WHEN $12 THEN NULL ELSE match_cursor END,
              updated_at = now()
          WHERE id = $1 AND database_id = $2
          RETURNING {COLUMNS}"

@@ -12,7 +12,12 @@
 //!
 //! Attempts in flight are bounded per webhook
 //! (`WEBHOOK_CONCURRENCY_PER_WEBHOOK`: a claim skips webhooks at their cap,
-//! so a receiver that hangs holds only its own slots) and on the node
+//! so a receiver that hangs holds only its own slots), per database
+//! (`WEBHOOK_CONCURRENCY_PER_DATABASE`, and at most
+//! `WEBHOOK_ATTEMPTS_PER_DATABASE_PER_MINUTE` started: [`super::fairness`];
+//! a claim goes round robin over the databases with due rows, so a
+//! database with many webhooks at dead receivers never holds up another's)
+//! and on the node
 //! (`WEBHOOK_CONCURRENCY` attempts younger than [`SLOW_AFTER`], and
 //! [`SLOW_CEILING`] times that in all: attempts stuck on dead receivers
 //! stop taking the slots of live ones).
@@ -28,6 +33,7 @@ use tokio::sync::Notify;
 use tokio::task::{Id, JoinSet};
 use tokio_postgres::AsyncMessage;
 
+use super::fairness::DatabaseShares;
 use super::send::{self, Request};
 use crate::catalog::databases::bump_schema_version;
 use crate::catalog::deliveries::{self, After, Attempted, ClaimLimits, Claimed};
@@ -93,19 +99,26 @@ pub struct Deliverer {
     egress: Egress,
     settings: Arc<WebhookSettings>,
     attempts: JoinSet<Attempted>,
-    /// The webhook of each attempt task (to free its slot even if it
-    /// panics) and when it started.
-    tasks: HashMap<Id, (String, Instant)>,
+    /// The webhook and database of each attempt task (to free their slots
+    /// even if it panics) and when it started.
+    tasks: HashMap<Id, Task>,
     /// Attempts in flight per webhook.
     per_webhook: HashMap<String, i32>,
+    /// Attempts in flight and started this minute per database.
+    per_database: DatabaseShares,
     unrecorded: Vec<Attempted>,
 }
 
 impl Deliverer {
     pub fn new(db: Db, egress: Egress, settings: Arc<WebhookSettings>) -> Self {
+        let per_database = DatabaseShares::new(
+            settings.concurrency_per_database,
+            settings.attempts_per_database_per_minute,
+        );
         Deliverer {
             db,
             egress,
+            per_database,
             settings,
             attempts: JoinSet::new(),
             tasks: HashMap::new(),
@@ -129,7 +142,7 @@ impl Deliverer {
         let fast = self
             .tasks
             .values()
-            .filter(|(_, started)| now.duration_since(*started) < SLOW_AFTER)
+            .filter(|t| now.duration_since(t.started) < SLOW_AFTER)
             .count();
         let ceiling = self.settings.concurrency.saturating_mul(SLOW_CEILING);
         self.settings
@@ -147,7 +160,7 @@ impl Deliverer {
         let now = Instant::now();
         self.tasks
             .values()
-            .map(|(_, started)| (*started + SLOW_AFTER).saturating_duration_since(now))
+            .map(|t| (t.started + SLOW_AFTER).saturating_duration_since(now))
             .filter(|left| !left.is_zero())
             .min()
             .unwrap_or(TICK)
@@ -210,17 +223,27 @@ impl Deliverer {
         self.record().await
     }
 
-    async fn claim(&self, wanted: usize) -> ApiResult<Vec<Claimed>> {
+    async fn claim(&mut self, wanted: usize) -> ApiResult<Vec<Claimed>> {
         let (busy_webhooks, busy_counts) = self
             .per_webhook
             .iter()
             .map(|(w, n)| (w.clone(), *n))
             .unzip();
+        let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+        let (databases, database_rooms) = self
+            .per_database
+            .rooms(Instant::now())
+            .into_iter()
+            .map(|(d, room)| (d, count(room)))
+            .unzip();
         let limits = ClaimLimits {
             rows: i64::try_from(wanted).unwrap_or(i64::MAX),
-            per_webhook: i32::try_from(self.settings.concurrency_per_webhook).unwrap_or(i32::MAX),
+            per_webhook: count(self.settings.concurrency_per_webhook),
             busy_webhooks,
             busy_counts,
+            per_database: count(self.per_database.fresh_room()),
+            databases,
+            database_rooms,
             lease: self.settings.timeout + LEASE_MARGIN,
         };
         self.db
@@ -232,14 +255,20 @@ impl Deliverer {
     }
 
     fn start(&mut self, row: Claimed) {
+        let started = Instant::now();
         *self.per_webhook.entry(row.webhook_id.clone()).or_default() += 1;
-        let webhook_id = row.webhook_id.clone();
+        self.per_database.started(&row.database_id, started);
+        let task = Task {
+            webhook_id: row.webhook_id.clone(),
+            database_id: row.database_id.clone(),
+            started,
+        };
         let egress = self.egress.clone();
         let settings = self.settings.clone();
         let handle = self
             .attempts
             .spawn(async move { attempt(&egress, &settings, row).await });
-        self.tasks.insert(handle.id(), (webhook_id, Instant::now()));
+        self.tasks.insert(handle.id(), task);
     }
 
     fn finished(&mut self, joined: Result<(Id, Attempted), tokio::task::JoinError>) {
@@ -247,13 +276,14 @@ impl Deliverer {
             Ok((id, _)) => *id,
             Err(e) => e.id(),
         };
-        if let Some((webhook_id, _)) = self.tasks.remove(&id) {
-            if let Some(n) = self.per_webhook.get_mut(&webhook_id) {
+        if let Some(task) = self.tasks.remove(&id) {
+            if let Some(n) = self.per_webhook.get_mut(&task.webhook_id) {
                 *n -= 1;
                 if *n <= 0 {
-                    self.per_webhook.remove(&webhook_id);
+                    self.per_webhook.remove(&task.webhook_id);
                 }
             }
+            self.per_database.finished(&task.database_id);
         }
         match joined {
             Ok((_, done)) => {
@@ -317,6 +347,13 @@ impl Deliverer {
             }
         }
     }
+}
+
+/// An attempt in flight: whose slots it holds, since when.
+struct Task {
+    webhook_id: String,
+    database_id: String,
+    started: Instant,
 }
 
 /// One attempt of a claimed row and where it leaves the delivery.

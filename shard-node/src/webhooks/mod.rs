@@ -11,6 +11,8 @@
 //! * [`send`]: one attempt over the egress guard, bounded reply read.
 //! * [`deliverer`]: claims due outbox rows with a lease and sends them;
 //!   retries, auto-pause, pruning.
+//! * [`fairness`]: what each database may still claim (in flight, per
+//!   minute).
 //!
 //! Record writes hand their events over in `records::events`, inside the
 //! write's transaction (the outbox).
@@ -18,6 +20,7 @@
 pub mod api;
 pub mod clock;
 pub mod deliverer;
+pub mod fairness;
 pub mod matching;
 pub mod payload;
 pub mod rules;

@@ -258,10 +258,27 @@ async fn spawn_node_with(
     show_node_errors();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let config = Config {
+    let config = node_config(addr, &url, pool_size, db_limits, webhooks, blobs);
+    tokio::spawn(async move {
+        if let Err(e) = shard_node::run_until(config, listener, std::future::pending()).await {
+            panic!("shard node failed: {e:#}");
+        }
+    });
+    connect_to(addr, &url).await
+}
+
+fn node_config(
+    addr: SocketAddr,
+    url: &str,
+    pool_size: usize,
+    db_limits: DbLimits,
+    webhooks: shard_node::config::WebhookSettings,
+    blobs: blobstore::Settings,
+) -> Config {
+    Config {
         shard_name: SHARD.into(),
         listen: addr,
-        database_url: Secret::new(url.clone()),
+        database_url: Secret::new(url.to_owned()),
         cluster_secret: Secret::new(SECRET),
         control_plane_url: None,
         control_plane_token: Some(Secret::new(ADMIN_TOKEN)),
@@ -274,13 +291,20 @@ async fn spawn_node_with(
         public_url: shard_node::config::DEFAULT_PUBLIC_URL.into(),
         // One recorder for the whole test process: every node shares it.
         metrics: Some(cluster_protocol::metrics::install_once()),
-    };
-    tokio::spawn(async move {
-        if let Err(e) = shard_node::run_until(config, listener, std::future::pending()).await {
-            panic!("shard node failed: {e:#}");
-        }
-    });
-    connect_to(addr, &url).await
+    }
+}
+
+/// A node's state on `url` with no server and no background tasks, for
+/// tests that drive a background pass themselves (`webhooks::clock::pass`)
+/// on a database a node spawned with the same settings has migrated.
+pub fn node_state(
+    url: &str,
+    webhooks: shard_node::config::WebhookSettings,
+) -> shard_node::state::AppState {
+    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let config = node_config(addr, url, 4, DbLimits::default(), webhooks, local_blobs());
+    let db = shard_node::state::Db::connect_with(url, 4, DbLimits::default()).unwrap();
+    shard_node::state::AppState::new(&config, db).unwrap()
 }
 
 /// The nodes' WARN and ERROR lines go to the output of the test that

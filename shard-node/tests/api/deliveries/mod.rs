@@ -10,6 +10,7 @@
 
 mod attempts;
 mod crash;
+mod fairness;
 mod isolation;
 mod log;
 mod pause;
@@ -83,20 +84,23 @@ pub fn new_secret() -> String {
 }
 
 impl Harness {
-    fn tag(&self) -> &str {
-        ids::tag_of(Kind::Database, &self.database_id).unwrap()
-    }
-
     /// A whole-database webhook posting to `url`.
     pub async fn webhook_to(&self, url: &str, table_id: Option<&str>) -> Hook {
-        let id = ids::new_tagged(Kind::Webhook, self.tag());
+        self.webhook_in(&self.database_id, url, table_id).await
+    }
+
+    /// A webhook of `database_id` (another database on the same node)
+    /// posting to `url`.
+    pub async fn webhook_in(&self, database_id: &str, url: &str, table_id: Option<&str>) -> Hook {
+        let tag = ids::tag_of(Kind::Database, database_id).unwrap();
+        let id = ids::new_tagged(Kind::Webhook, tag);
         let secret = new_secret();
         self.app
             .pg
             .execute(
                 "INSERT INTO webhooks (id, database_id, table_id, name, url, secret)
                  VALUES ($1, $2, $3, 'hook', $4, $5)",
-                &[&id, &self.database_id, &table_id, &url, &secret],
+                &[&id, &database_id, &table_id, &url, &secret],
             )
             .await
             .unwrap();
@@ -129,16 +133,22 @@ impl Harness {
     /// Enqueues `n` deliveries to `hook`, due now, and wakes the deliverer
     /// as a write would; returns their ids in order.
     pub async fn enqueue(&self, hook: &Hook, n: usize) -> Vec<String> {
+        self.enqueue_in(&self.database_id, hook, n).await
+    }
+
+    /// As [`Harness::enqueue`], for a webhook of `database_id`.
+    pub async fn enqueue_in(&self, database_id: &str, hook: &Hook, n: usize) -> Vec<String> {
+        let tag = ids::tag_of(Kind::Database, database_id).unwrap();
         let mut out = Vec::new();
         for i in 0..n {
-            let id = ids::new_tagged(Kind::Delivery, self.tag());
+            let id = ids::new_tagged(Kind::Delivery, tag);
             let body = self.payload(&id, &format!("Café ☕ #{i}"));
             self.app
                 .pg
                 .execute(
                     "INSERT INTO deliveries (id, database_id, webhook_id, event, record_id, body)
                      VALUES ($1, $2, $3, 'record.created', 'rec_AAAAA0000000', $4)",
-                    &[&id, &self.database_id, &hook.id, &body],
+                    &[&id, &database_id, &hook.id, &body],
                 )
                 .await
                 .unwrap();

@@ -15,6 +15,7 @@ use shard_node::config::WebhookSettings;
 use crate::helpers::*;
 
 mod clock;
+mod clock_batches;
 mod conditions;
 mod matching;
 mod writes;
