@@ -258,7 +258,7 @@ async fn spawn_node_with(
     show_node_errors();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let config = node_config(addr, &url, pool_size, db_limits, webhooks, blobs);
+    let config = node_config(addr, &url, pool_size, db_limits, webhooks, blobs, attachments);
     tokio::spawn(async move {
         if let Err(e) = shard_node::run_until(config, listener, std::future::pending()).await {
             panic!("shard node failed: {e:#}");
@@ -274,6 +274,7 @@ fn node_config(
     db_limits: DbLimits,
     webhooks: shard_node::config::WebhookSettings,
     blobs: blobstore::Settings,
+    attachments: AttachmentSettings,
 ) -> Config {
     Config {
         shard_name: SHARD.into(),
@@ -302,7 +303,15 @@ pub fn node_state(
     webhooks: shard_node::config::WebhookSettings,
 ) -> shard_node::state::AppState {
     let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let config = node_config(addr, url, 4, DbLimits::default(), webhooks, local_blobs());
+    let config = node_config(
+        addr,
+        url,
+        4,
+        DbLimits::default(),
+        webhooks,
+        local_blobs(),
+        AttachmentSettings::default(),
+    );
     let db = shard_node::state::Db::connect_with(url, 4, DbLimits::default()).unwrap();
     shard_node::state::AppState::new(&config, db).unwrap()
 }
