@@ -258,7 +258,15 @@ async fn spawn_node_with(
     show_node_errors();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let config = node_config(addr, &url, pool_size, db_limits, webhooks, blobs, attachments);
+    let config = node_config(
+        addr,
+        &url,
+        pool_size,
+        db_limits,
+        webhooks,
+        blobs,
+        attachments,
+    );
     tokio::spawn(async move {
         if let Err(e) = shard_node::run_until(config, listener, std::future::pending()).await {
             panic!("shard node failed: {e:#}");
