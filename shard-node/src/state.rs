@@ -66,7 +66,7 @@ impl AppState {
             thumbnailer: Default::default(),
             metrics: crate::metrics::Page::new(
                 config.metrics.clone(),
-                config.control_plane_token.clone(),
+                config.metrics_token.clone(),
             ),
             statistics: Default::default(),
             index_leads: Default::default(),

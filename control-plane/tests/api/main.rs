@@ -13,3 +13,4 @@ mod members;
 mod metrics;
 mod moves;
 mod scale_cli;
+mod scopes;
