@@ -72,13 +72,10 @@ async fn control_plane_keeps_operator_routes_and_passwords_to_the_admin_token() 
         .shards()
         .await
         .expect("the admin lists shards");
-    let secret = shards
-        .shards
-        .iter()
-        .find_map(|s| {
-            let url = reqwest::Url::parse(&s.postgres).ok()?;
-            url.password().map(String::from)
-        });
+    let secret = shards.shards.iter().find_map(|s| {
+        let url = reqwest::Url::parse(&s.postgres).ok()?;
+        url.password().map(String::from)
+    });
     for tier in [
         "CONTROL_PLANE_ROUTER_TOKEN",
         "CONTROL_PLANE_SHARD_TOKEN",
@@ -98,7 +95,10 @@ async fn control_plane_keeps_operator_routes_and_passwords_to_the_admin_token() 
             assert_eq!(status, 403, "{tier} on {method} {path}: {body}");
             assert!(body.contains("\"forbidden\""), "{body}");
             if let Some(secret) = &secret {
-                assert!(!body.contains(secret.as_str()), "{tier}: password in {body}");
+                assert!(
+                    !body.contains(secret.as_str()),
+                    "{tier}: password in {body}"
+                );
             }
         }
     }
@@ -110,8 +110,15 @@ async fn control_plane_keeps_operator_routes_and_passwords_to_the_admin_token() 
         &var("CONTROL_PLANE_SHARD_TOKEN"),
     )
     .await;
-    assert_eq!(status, 400, "a lookup without ids is refused as such: {body}");
-    let db = e2e_tests::Person::new().await.api.new_database("tokens").await;
+    assert_eq!(
+        status, 400,
+        "a lookup without ids is refused as such: {body}"
+    );
+    let db = e2e_tests::Person::new()
+        .await
+        .api
+        .new_database("tokens")
+        .await;
     let r = reqwest::Client::new()
         .post(format!("{base}/internal/placements/lookup"))
         .bearer_auth(var("CONTROL_PLANE_ROUTER_TOKEN"))
@@ -149,8 +156,14 @@ async fn each_service_holds_only_its_own_tokens() {
         "METRICS_TOKEN",
     ];
     for (service, own) in [
-        ("router", &["CONTROL_PLANE_ROUTER_TOKEN", "METRICS_TOKEN"][..]),
-        ("shard-1", &["CONTROL_PLANE_SHARD_TOKEN", "METRICS_TOKEN"][..]),
+        (
+            "router",
+            &["CONTROL_PLANE_ROUTER_TOKEN", "METRICS_TOKEN"][..],
+        ),
+        (
+            "shard-1",
+            &["CONTROL_PLANE_SHARD_TOKEN", "METRICS_TOKEN"][..],
+        ),
         ("control-plane", &all[..]),
     ] {
         let env = environ(service);

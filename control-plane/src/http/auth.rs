@@ -41,7 +41,11 @@ impl Guard {
     pub fn check(&self, presented: &str, method: &Method, path: &str) -> Result<Tier, ApiError> {
         let tier = identify(&self.tokens, presented.as_bytes()).ok_or(ApiError::Unauthorized)?;
         // HEAD is answered by the GET route.
-        let method = if method == Method::HEAD { &Method::GET } else { method };
+        let method = if method == Method::HEAD {
+            &Method::GET
+        } else {
+            method
+        };
         let allowed = self
             .scopes
             .get(&(method.clone(), path))
@@ -70,7 +74,8 @@ pub fn identify(tokens: &Tokens, presented: &[u8]) -> Option<Tier> {
     let mut found = None;
     for (tier, token) in candidates {
         let expected = token.map(|t| t.expose().as_bytes()).unwrap_or_default();
-        let equal: Choice = presented.ct_eq(expected) & Choice::from(u8::from(!expected.is_empty()));
+        let equal: Choice =
+            presented.ct_eq(expected) & Choice::from(u8::from(!expected.is_empty()));
         if bool::from(equal) {
             found = Some(tier);
         }
@@ -149,19 +154,37 @@ mod tests {
                 (Tier::Metrics, "metrics-tok"),
             ] {
                 let want = if tiers.contains(&tier) { 200 } else { 403 };
-                assert_eq!(status(g.check(token, &method, path)), want, "{tier:?} {method} {path}");
+                assert_eq!(
+                    status(g.check(token, &method, path)),
+                    want,
+                    "{tier:?} {method} {path}"
+                );
             }
         }
         // A matched route missing from the table is the admin's only.
-        assert_eq!(status(g.check("router-tok", &Method::GET, "/elsewhere")), 403);
-        assert_eq!(status(g.check("admin-tok", &Method::GET, "/elsewhere")), 200);
-        assert_eq!(status(g.check("metrics-tok", &Method::HEAD, "/metrics")), 200);
+        assert_eq!(
+            status(g.check("router-tok", &Method::GET, "/elsewhere")),
+            403
+        );
+        assert_eq!(
+            status(g.check("admin-tok", &Method::GET, "/elsewhere")),
+            200
+        );
+        assert_eq!(
+            status(g.check("metrics-tok", &Method::HEAD, "/metrics")),
+            200
+        );
     }
 
     #[test]
     fn the_refusal_names_the_tier_and_the_route() {
         let g = guard(None);
-        let e = g.check("router-tok", &Method::GET, "/internal/shards").unwrap_err();
-        assert_eq!(e.body().message, "The router token may not call GET /internal/shards.");
+        let e = g
+            .check("router-tok", &Method::GET, "/internal/shards")
+            .unwrap_err();
+        assert_eq!(
+            e.body().message,
+            "The router token may not call GET /internal/shards."
+        );
     }
 }

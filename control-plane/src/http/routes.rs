@@ -79,47 +79,48 @@ where
 }
 
 /// Every protected route (all but `GET /internal/health`).
+#[rustfmt::skip]
 pub fn table() -> Vec<Route> {
     use Method as M;
     vec![
         // What routers read to authenticate and route a request.
-        route(M::GET, "/internal/keys/{key_id}", keys::fetch, ROUTER),
-        route(M::GET, "/internal/users/{user_id}/access", users::access, ROUTER),
-        route(M::GET, "/internal/placements/{tag}", databases::placement, PLACEMENT_READERS),
-        route(M::POST, "/internal/placements/lookup", databases::lookup, PLACEMENT_READERS),
+        route(M::GET,    "/internal/keys/{key_id}",                     keys::fetch,                   ROUTER),
+        route(M::GET,    "/internal/users/{user_id}/access",            users::access,                 ROUTER),
+        route(M::GET,    "/internal/placements/{tag}",                  databases::placement,          PLACEMENT_READERS),
+        route(M::POST,   "/internal/placements/lookup",                 databases::lookup,             PLACEMENT_READERS),
         // Database creation through the public API.
-        route(M::POST, "/internal/databases/allocate", databases::allocate, ROUTER),
-        route(M::POST, "/internal/databases/{id}/confirm", databases::confirm, ROUTER),
-        route(M::POST, "/internal/databases/{id}/release", databases::release, ROUTER),
+        route(M::POST,   "/internal/databases/allocate",                databases::allocate,           ROUTER),
+        route(M::POST,   "/internal/databases/{id}/confirm",            databases::confirm,            ROUTER),
+        route(M::POST,   "/internal/databases/{id}/release",            databases::release,            ROUTER),
         // Member management of the public API: the control plane checks the
         // acting user's ownership itself (see `cluster_protocol::control`).
-        route(M::GET, "/internal/databases/{id}/members", members::list_of_database, ROUTER),
-        route(M::POST, "/internal/databases/{id}/members", members::add_to_database, ROUTER),
-        route(M::PATCH, "/internal/databases/{id}/members/{user_id}", members::change_role, ROUTER),
-        route(M::DELETE, "/internal/databases/{id}/members/{user_id}", members::remove_from_database, ROUTER),
-        route(M::GET, "/metrics", crate::metrics::handler, SCRAPER),
+        route(M::GET,    "/internal/databases/{id}/members",            members::list_of_database,     ROUTER),
+        route(M::POST,   "/internal/databases/{id}/members",            members::add_to_database,      ROUTER),
+        route(M::PATCH,  "/internal/databases/{id}/members/{user_id}",  members::change_role,          ROUTER),
+        route(M::DELETE, "/internal/databases/{id}/members/{user_id}",  members::remove_from_database, ROUTER),
+        route(M::GET,    "/metrics",                                    crate::metrics::handler,       SCRAPER),
         // The operator's.
-        route(M::POST, "/internal/keys", keys::create, ADMIN),
-        route(M::PATCH, "/internal/keys/{key_id}", keys::update, ADMIN),
-        route(M::DELETE, "/internal/keys/{key_id}", keys::revoke, ADMIN),
-        route(M::POST, "/internal/users", users::create, ADMIN),
-        route(M::POST, "/internal/users/{user_id}/suspend", users::suspend, ADMIN),
-        route(M::POST, "/internal/users/{user_id}/unsuspend", users::unsuspend, ADMIN),
-        route(M::GET, "/internal/databases", databases::list, ADMIN),
-        route(M::GET, "/internal/databases/{id}", databases::show, ADMIN),
-        route(M::POST, "/internal/members", members::add, ADMIN),
-        route(M::DELETE, "/internal/members", members::remove, ADMIN),
-        route(M::POST, "/internal/support", members::grant, ADMIN),
-        route(M::DELETE, "/internal/support", members::revoke, ADMIN),
-        route(M::GET, "/internal/shards", shards::list, ADMIN),
-        route(M::POST, "/internal/shards", shards::add, ADMIN),
-        route(M::POST, "/internal/shards/{name}/drain", shards::drain, ADMIN),
-        route(M::POST, "/internal/shards/{name}/activate", shards::activate, ADMIN),
-        route(M::GET, "/internal/moves", moves::list, ADMIN),
-        route(M::POST, "/internal/moves", moves::create, ADMIN),
-        route(M::GET, "/internal/moves/{id}", moves::show, ADMIN),
-        route(M::POST, "/internal/moves/{id}/abort", moves::abort, ADMIN),
-        route(M::POST, "/internal/rebalance", rebalance::rebalance, ADMIN),
+        route(M::POST,   "/internal/keys",                              keys::create,                  ADMIN),
+        route(M::PATCH,  "/internal/keys/{key_id}",                     keys::update,                  ADMIN),
+        route(M::DELETE, "/internal/keys/{key_id}",                     keys::revoke,                  ADMIN),
+        route(M::POST,   "/internal/users",                             users::create,                 ADMIN),
+        route(M::POST,   "/internal/users/{user_id}/suspend",           users::suspend,                ADMIN),
+        route(M::POST,   "/internal/users/{user_id}/unsuspend",         users::unsuspend,              ADMIN),
+        route(M::GET,    "/internal/databases",                         databases::list,               ADMIN),
+        route(M::GET,    "/internal/databases/{id}",                    databases::show,               ADMIN),
+        route(M::POST,   "/internal/members",                           members::add,                  ADMIN),
+        route(M::DELETE, "/internal/members",                           members::remove,               ADMIN),
+        route(M::POST,   "/internal/support",                           members::grant,                ADMIN),
+        route(M::DELETE, "/internal/support",                           members::revoke,               ADMIN),
+        route(M::GET,    "/internal/shards",                            shards::list,                  ADMIN),
+        route(M::POST,   "/internal/shards",                            shards::add,                   ADMIN),
+        route(M::POST,   "/internal/shards/{name}/drain",               shards::drain,                 ADMIN),
+        route(M::POST,   "/internal/shards/{name}/activate",            shards::activate,              ADMIN),
+        route(M::GET,    "/internal/moves",                             moves::list,                   ADMIN),
+        route(M::POST,   "/internal/moves",                             moves::create,                 ADMIN),
+        route(M::GET,    "/internal/moves/{id}",                        moves::show,                   ADMIN),
+        route(M::POST,   "/internal/moves/{id}/abort",                  moves::abort,                  ADMIN),
+        route(M::POST,   "/internal/rebalance",                         rebalance::rebalance,          ADMIN),
     ]
 }
 
@@ -152,7 +153,9 @@ mod tests {
         for (i, r) in rows.iter().enumerate() {
             assert!(r.allows(Tier::Admin), "{} {}", r.method, r.path);
             assert!(
-                !rows[i + 1..].iter().any(|o| o.method == r.method && o.path == r.path),
+                !rows[i + 1..]
+                    .iter()
+                    .any(|o| o.method == r.method && o.path == r.path),
                 "{} {} twice",
                 r.method,
                 r.path
@@ -178,7 +181,10 @@ mod tests {
             (Method::POST, "/internal/rebalance"),
         ] {
             for tier in [Tier::Router, Tier::Shard, Tier::Metrics] {
-                assert!(!allowed(method.clone(), path, tier), "{tier:?} on {method} {path}");
+                assert!(
+                    !allowed(method.clone(), path, tier),
+                    "{tier:?} on {method} {path}"
+                );
             }
         }
     }
@@ -195,7 +201,10 @@ mod tests {
         assert_eq!(of(Tier::Metrics), ["GET /metrics"]);
         assert_eq!(
             of(Tier::Shard),
-            ["GET /internal/placements/{tag}", "POST /internal/placements/lookup"]
+            [
+                "GET /internal/placements/{tag}",
+                "POST /internal/placements/lookup"
+            ]
         );
         assert_eq!(of(Tier::Router).len(), 11);
         assert!(!of(Tier::Router).contains(&"GET /metrics".to_string()));

@@ -26,7 +26,12 @@ async fn metrics_need_the_metrics_token_and_name_routes_by_template() {
         let r = http.get(&url).bearer_auth(other).send().await.unwrap();
         assert_eq!(r.status(), 403, "{other}");
     }
-    let r = http.get(&url).bearer_auth(METRICS_TOKEN).send().await.unwrap();
+    let r = http
+        .get(&url)
+        .bearer_auth(METRICS_TOKEN)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     let r = http.get(&url).bearer_auth(TOKEN).send().await.unwrap();
     assert_eq!(r.status(), 200);

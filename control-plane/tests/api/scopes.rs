@@ -48,7 +48,10 @@ async fn call(app: &App, method: &Method, path: &str, bearer: &str) -> (u16, ser
     let status = r.status().as_u16();
     let text = r.text().await.expect("body");
     if bearer != TOKEN {
-        assert!(!text.contains(PASSWORD), "{method} {path}: password in {text}");
+        assert!(
+            !text.contains(PASSWORD),
+            "{method} {path}: password in {text}"
+        );
     }
     (status, serde_json::from_str(&text).unwrap_or_default())
 }
@@ -84,7 +87,10 @@ async fn every_token_is_refused_outside_its_scope() {
                 assert_eq!(body["error"]["code"], "forbidden");
                 assert_eq!(
                     body["error"]["message"],
-                    format!("The {} token may not call {method} {template}.", tier.name())
+                    format!(
+                        "The {} token may not call {method} {template}.",
+                        tier.name()
+                    )
                 );
             }
         }
@@ -147,7 +153,13 @@ async fn shard_passwords_go_to_the_admin_token_only() {
         let (status, body) = call(&app, &method, &path, ROUTER_TOKEN).await;
         assert_eq!(status, 200, "{method} {path}: {body}");
     }
-    let (status, body) = call(&app, &Method::GET, &format!("/internal/placements/{tag}"), SHARD_TOKEN).await;
+    let (status, body) = call(
+        &app,
+        &Method::GET,
+        &format!("/internal/placements/{tag}"),
+        SHARD_TOKEN,
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     for bearer in [ROUTER_TOKEN, SHARD_TOKEN, METRICS_TOKEN] {
         let (status, _) = call(&app, &Method::GET, "/internal/shards", bearer).await;
