@@ -46,8 +46,8 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Catalog PostgreSQL DSN (may hold a password).
     pub database_url: Secret,
-    /// Admin token every `/internal/*` route but health requires.
-    pub token: Secret,
+    /// The credentials of the callers, one per tier (README "Between the tiers").
+    pub tokens: Tokens,
     pub redis_url: Secret,
     pub creating_ttl: Duration,
     pub reaper_interval: Duration,
@@ -57,6 +57,51 @@ pub struct Config {
     /// the process's recorder and puts its handle here; `None` (library
     /// use) answers that path 404.
     pub metrics: Option<cluster_protocol::metrics::PrometheusHandle>,
+}
+
+/// One token per tier; `http::routes` says which routes each may call.
+#[derive(Debug, Clone)]
+pub struct Tokens {
+    /// `CONTROL_PLANE_TOKEN` (required): the operator's; every route.
+    pub admin: Secret,
+    /// `CONTROL_PLANE_ROUTER_TOKEN` (required): what routers read and ask for.
+    pub router: Secret,
+    /// `CONTROL_PLANE_SHARD_TOKEN` (optional): placement reads for shard nodes.
+    pub shard: Option<Secret>,
+    /// `METRICS_TOKEN` (optional): `GET /metrics` only.
+    pub metrics: Option<Secret>,
+}
+
+impl Tokens {
+    pub fn from_env() -> anyhow::Result<Self> {
+        let tokens = Self {
+            admin: Secret::new(required("CONTROL_PLANE_TOKEN")?),
+            router: Secret::new(required("CONTROL_PLANE_ROUTER_TOKEN")?),
+            shard: optional("CONTROL_PLANE_SHARD_TOKEN").map(Secret::new),
+            metrics: optional("METRICS_TOKEN").map(Secret::new),
+        };
+        tokens.check_distinct()?;
+        Ok(tokens)
+    }
+
+    /// Each tier's token must be its own: a shared value would give one
+    /// tier the other's routes.
+    pub fn check_distinct(&self) -> anyhow::Result<()> {
+        let named = [
+            ("CONTROL_PLANE_TOKEN", Some(&self.admin)),
+            ("CONTROL_PLANE_ROUTER_TOKEN", Some(&self.router)),
+            ("CONTROL_PLANE_SHARD_TOKEN", self.shard.as_ref()),
+            ("METRICS_TOKEN", self.metrics.as_ref()),
+        ];
+        for (i, (a, x)) in named.iter().enumerate() {
+            for (b, y) in &named[i + 1..] {
+                if let (Some(x), Some(y)) = (x, y) {
+                    anyhow::ensure!(x.expose() != y.expose(), "{a} and {b} must differ");
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Knobs of database moves (docs/moves.md, "Knobs (control plane)").
@@ -150,11 +195,10 @@ impl Config {
             .parse()
             .context("CONTROL_PLANE_LISTEN must be host:port")?;
         let database_url = required("CONTROL_PLANE_DATABASE_URL")?;
-        let token = required("CONTROL_PLANE_TOKEN")?;
         Ok(Self {
             listen,
             database_url: Secret::new(database_url),
-            token: Secret::new(token),
+            tokens: Tokens::from_env()?,
             redis_url: Secret::new(env_or("REDIS_URL", "redis://127.0.0.1:6379")),
             creating_ttl: CREATING_TTL,
             reaper_interval: REAPER_INTERVAL,
@@ -169,6 +213,10 @@ fn env_or(name: &str, default: &str) -> String {
         .ok()
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| default.to_string())
+}
+
+fn optional(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
 fn required(name: &str) -> anyhow::Result<String> {
@@ -187,5 +235,19 @@ mod tests {
         let s = Secret::new("hunter2");
         assert_eq!(format!("{s:?}"), "Secret(***)");
         assert_eq!(s.expose(), "hunter2");
+    }
+
+    #[test]
+    fn tokens_must_differ() {
+        let mut t = Tokens {
+            admin: Secret::new("a"),
+            router: Secret::new("r"),
+            shard: Some(Secret::new("s")),
+            metrics: None,
+        };
+        assert!(t.check_distinct().is_ok());
+        t.metrics = Some(Secret::new("a"));
+        let e = t.check_distinct().unwrap_err().to_string();
+        assert_eq!(e, "CONTROL_PLANE_TOKEN and METRICS_TOKEN must differ");
     }
 }

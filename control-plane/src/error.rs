@@ -48,7 +48,7 @@ impl ApiError {
             ApiError::BadRequest(m) => ErrorBody::bad_request(m.clone()),
             ApiError::Unauthorized => ErrorBody::new(
                 ErrorCode::Unauthorized,
-                "Missing or invalid control-plane token. Expected: Bearer <CONTROL_PLANE_TOKEN>.",
+                "Missing or invalid control-plane token. Expected: Bearer <the token of the caller's tier>.",
             ),
             ApiError::Forbidden(m) => ErrorBody::forbidden(m.clone()),
             ApiError::NotFound(m) => ErrorBody::new(ErrorCode::NotFound, m.clone()),

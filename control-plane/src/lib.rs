@@ -24,7 +24,7 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::net::TcpListener;
 
-use crate::config::{Config, MoveConfig, Secret};
+use crate::config::{Config, MoveConfig};
 use crate::liveness::Liveness;
 
 /// What every handler and background task shares.
@@ -32,7 +32,8 @@ use crate::liveness::Liveness;
 pub struct AppState {
     pub pool: deadpool_postgres::Pool,
     pub redis: Liveness,
-    pub token: Arc<Secret>,
+    /// Each tier's token (`http::auth` checks them against `http::routes`).
+    pub tokens: Arc<crate::config::Tokens>,
     pub creating_ttl: Duration,
     /// The mover's knobs (docs/moves.md).
     pub moves: Arc<MoveConfig>,
@@ -66,7 +67,7 @@ pub async fn run_until(
     let state = AppState {
         pool,
         redis: Liveness::new(config.redis_url.expose()).context("configure redis")?,
-        token: Arc::new(config.token.clone()),
+        tokens: Arc::new(config.tokens.clone()),
         creating_ttl: config.creating_ttl,
         moves: Arc::new(config.moves.clone()),
         mover_wake: Arc::new(tokio::sync::Notify::new()),

@@ -1,8 +1,9 @@
 //! The control plane's Prometheus series and its `GET /metrics` page.
 //!
 //! The page sits with the other protected routes: it needs
-//! `Authorization: Bearer <CONTROL_PLANE_TOKEN>` (401 without), and a
-//! server started without a recorder (library use) answers 404.
+//! `Authorization: Bearer <METRICS_TOKEN>` or the admin token (401 without,
+//! 403 with another tier's), and a server started without a recorder
+//! (library use) answers 404.
 //!
 //! Series (besides the shared ones of `cluster_protocol::metrics`, whose
 //! `route` is axum's matched route, `unknown` when none matched):
@@ -35,7 +36,7 @@ pub fn describe() {
     ::metrics::describe_gauge!(MOVES, "Database moves in the catalog, by state.");
 }
 
-/// `GET /metrics` (behind the admin token).
+/// `GET /metrics` (behind the metrics or the admin token).
 pub async fn handler(State(state): State<AppState>) -> Response {
     let Some(handle) = &state.metrics else {
         return ApiError::not_found("Not found.").into_response();

@@ -20,7 +20,12 @@ impl fmt::Debug for Secret {
 pub struct Config {
     pub listen: SocketAddr,
     pub control_plane_url: String,
+    /// `CONTROL_PLANE_ROUTER_TOKEN`: the routers' own control-plane
+    /// credential (reads keys, access and placements; never the admin's).
     pub control_plane_token: Secret,
+    /// `METRICS_TOKEN`: the only credential `GET /metrics` accepts; unset,
+    /// the router serves no page.
+    pub metrics_token: Option<Secret>,
     pub redis_url: String,
     pub cluster_secret: Secret,
     /// Per-key budget per minute (`ROUTER_KEY_LIMIT_PER_MIN`).
@@ -164,12 +169,16 @@ fn number<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T> {
 
 impl Config {
     pub fn from_env() -> anyhow::Result<Self> {
-        Ok(Self {
+        let config = Self {
             listen: var_or("ROUTER_LISTEN", "127.0.0.1:8080")
                 .parse()
                 .context("ROUTER_LISTEN must be host:port")?,
             control_plane_url: var_or("CONTROL_PLANE_URL", "http://127.0.0.1:8090"),
-            control_plane_token: Secret(required("CONTROL_PLANE_TOKEN")?),
+            control_plane_token: Secret(required("CONTROL_PLANE_ROUTER_TOKEN")?),
+            metrics_token: std::env::var("METRICS_TOKEN")
+                .ok()
+                .filter(|v| !v.is_empty())
+                .map(Secret),
             redis_url: var_or("REDIS_URL", "redis://127.0.0.1:6379"),
             cluster_secret: Secret(required("CLUSTER_SECRET")?),
             key_limit_per_min: number("ROUTER_KEY_LIMIT_PER_MIN", 600)?,
@@ -189,6 +198,13 @@ impl Config {
             },
             connections: ConnectionLimits::from_env()?,
             metrics: None,
-        })
+        };
+        if let Some(m) = &config.metrics_token {
+            anyhow::ensure!(
+                m.0 != config.control_plane_token.0,
+                "METRICS_TOKEN and CONTROL_PLANE_ROUTER_TOKEN must differ"
+            );
+        }
+        Ok(config)
     }
 }

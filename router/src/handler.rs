@@ -65,7 +65,7 @@ pub async fn handle(state: &AppState, req: Request<Incoming>, peer: IpAddr) -> R
         method,
         path,
         req.headers(),
-        &state.config.control_plane_token.0,
+        state.config.metrics_token.as_ref(),
     ) {
         let measured = Measured::start(method, METRICS_ROUTE);
         let resp = metrics::page(state.config.metrics.as_ref());

@@ -1,10 +1,11 @@
 //! The router's Prometheus series and its `GET /metrics` page.
 //!
 //! The page is served on the public port, so it answers only a request that
-//! carries `Authorization: Bearer <CONTROL_PLANE_TOKEN>` (the cluster's
-//! admin token); any other request for it goes through the usual pipeline
-//! and gets the answer any unknown path gets (401 without a valid API key,
-//! else 404).
+//! carries `Authorization: Bearer <METRICS_TOKEN>` (a read-only credential
+//! of its own: the router never holds the operator's admin token); any other
+//! request for it, and every request when `METRICS_TOKEN` is unset, goes
+//! through the usual pipeline and gets the answer any unknown path gets (401
+//! without a valid API key, else 404).
 //!
 //! Series (besides the shared ones of `cluster_protocol::metrics`):
 //! * [`REDIS_ROUND_TRIP`]: the limiter's one Redis round trip per request.
@@ -188,9 +189,16 @@ impl Measured {
     }
 }
 
-/// Whether this request is for the page and carries the admin token.
-pub fn is_scrape(method: &Method, path: &str, headers: &HeaderMap, token: &str) -> bool {
-    method == Method::GET && path == METRICS_ROUTE && shared::bearer_is(headers, token)
+/// Whether this request is for the page and carries the metrics token.
+pub fn is_scrape(
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+    token: Option<&crate::config::Secret>,
+) -> bool {
+    method == Method::GET
+        && path == METRICS_ROUTE
+        && token.is_some_and(|t| shared::bearer_is(headers, &t.0))
 }
 
 /// The page, or 404 when no recorder was installed (library use).

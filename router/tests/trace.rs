@@ -172,6 +172,7 @@ async fn spawn_shard(database_url: String) -> SocketAddr {
         cluster_secret: shard_node::config::Secret::new(CLUSTER_SECRET),
         control_plane_url: None,
         control_plane_token: None,
+        metrics_token: None,
         pool_size: 4,
         trash: Default::default(),
         db_limits: Default::default(),
@@ -265,7 +266,8 @@ async fn a_request_through_the_router_is_one_trace_across_router_and_shard() {
     let config = router::Config {
         listen: "127.0.0.1:0".parse().unwrap(),
         control_plane_url: format!("http://{cp_addr}"),
-        control_plane_token: router::config::Secret("admin".into()),
+        control_plane_token: router::config::Secret("router".into()),
+        metrics_token: None,
         redis_url,
         cluster_secret: router::config::Secret(CLUSTER_SECRET.into()),
         key_limit_per_min: 1000,

@@ -93,8 +93,13 @@ pub struct Config {
     pub cluster_secret: Secret,
     /// `CONTROL_PLANE_URL` (optional for now).
     pub control_plane_url: Option<String>,
-    /// `CONTROL_PLANE_TOKEN` (optional for now).
+    /// `CONTROL_PLANE_SHARD_TOKEN` (optional for now: the node makes no
+    /// control-plane call yet). The shard tier's own credential, which may
+    /// only read placements; never the operator's admin token.
     pub control_plane_token: Option<Secret>,
+    /// `METRICS_TOKEN`: the only credential `GET /metrics` accepts; unset,
+    /// the node serves no page (404).
+    pub metrics_token: Option<Secret>,
     /// `SHARD_POOL_SIZE`, default [`default_pool_size`].
     pub pool_size: usize,
     /// The trash purger's schedule.
@@ -112,7 +117,7 @@ pub struct Config {
     /// `PUBLIC_URL`, default `http://127.0.0.1:8080`: the router address
     /// clients reach, the base of signed attachment links (local store).
     pub public_url: String,
-    /// Renders `GET /metrics` (with `control_plane_token`). Not from the
+    /// Renders `GET /metrics` (with `metrics_token`). Not from the
     /// environment: `main` installs the process's recorder and puts its
     /// handle here; `None` (library use) serves no page.
     pub metrics: Option<cluster_protocol::metrics::PrometheusHandle>,
@@ -450,7 +455,8 @@ impl Config {
             database_url: Secret::new(required("SHARD_DATABASE_URL")?),
             cluster_secret: Secret::new(required("CLUSTER_SECRET")?),
             control_plane_url: optional("CONTROL_PLANE_URL"),
-            control_plane_token: optional("CONTROL_PLANE_TOKEN").map(Secret::new),
+            control_plane_token: optional("CONTROL_PLANE_SHARD_TOKEN").map(Secret::new),
+            metrics_token: optional("METRICS_TOKEN").map(Secret::new),
             pool_size,
             trash: TrashSettings {
                 interval: secs("SHARD_TRASH_PURGE_INTERVAL_SECS", TRASH_PURGE_INTERVAL)?,

@@ -1,9 +1,9 @@
 //! The node's Prometheus series and its `GET /metrics` page.
 //!
-//! The page needs `Authorization: Bearer <CONTROL_PLANE_TOKEN>`: without it
-//! the answer is the 401 envelope of any unsigned request; a node started
-//! without `CONTROL_PLANE_TOKEN` (or without a recorder) does not serve it
-//! (404).
+//! The page needs `Authorization: Bearer <METRICS_TOKEN>` (a read-only
+//! credential of its own, never the operator's admin token): without it the
+//! answer is the 401 envelope of any unsigned request; a node started
+//! without `METRICS_TOKEN` (or without a recorder) does not serve it (404).
 //!
 //! Series (besides the shared ones of `cluster_protocol::metrics`, whose
 //! `route` is axum's matched route, `unknown` when none matched):
@@ -43,7 +43,7 @@ pub const WEBHOOK_ATTEMPTS: &str = "tabula_webhook_delivery_attempts_total";
 /// without refreshing it.
 const PENDING_COUNT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// What serving the page needs: the recorder's handle and the admin token.
+/// What serving the page needs: the recorder's handle and the metrics token.
 #[derive(Clone)]
 pub struct Page {
     handle: PrometheusHandle,

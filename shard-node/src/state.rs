@@ -74,7 +74,7 @@ impl AppState {
             attachment_quota: config.attachments.database_quota_bytes,
             metrics: crate::metrics::Page::new(
                 config.metrics.clone(),
-                config.control_plane_token.clone(),
+                config.metrics_token.clone(),
             ),
             statistics: Default::default(),
             index_leads: Default::default(),

@@ -34,6 +34,7 @@ mod security_keys;
 mod security_limits;
 mod security_lookup_cap;
 mod security_privilege;
+mod security_tokens;
 mod shard_direct;
 mod social;
 mod streamed_bodies;

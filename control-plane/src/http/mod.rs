@@ -1,73 +1,34 @@
 //! The internal HTTP API (table in `cluster_protocol::control`) and
-//! `GET /metrics`. Every route but health requires the admin token; handlers only parse, call
-//! `service`, and serialise.
+//! `GET /metrics`. Every route but health requires a token whose tier
+//! [`routes`] allows ([`auth`]); handlers only parse, call `service`, and
+//! serialise.
 
+pub mod auth;
 mod databases;
 mod keys;
 mod members;
 mod moves;
 mod rebalance;
+pub mod routes;
 mod shards;
 mod users;
 
-use axum::extract::{Request, State};
-use axum::http::header::AUTHORIZATION;
+use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::{get, patch, post};
+use axum::routing::get;
 use axum::{Json, Router};
 use cluster_protocol::control::Ok as OkReply;
-use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
 use crate::AppState;
 
 pub fn router(state: AppState) -> Router {
-    let protected = Router::new()
-        .route("/internal/keys", post(keys::create))
-        .route(
-            "/internal/keys/{key_id}",
-            get(keys::fetch).patch(keys::update).delete(keys::revoke),
-        )
-        .route("/internal/users", post(users::create))
-        .route("/internal/users/{user_id}/access", get(users::access))
-        .route("/internal/users/{user_id}/suspend", post(users::suspend))
-        .route(
-            "/internal/users/{user_id}/unsuspend",
-            post(users::unsuspend),
-        )
-        .route("/internal/placements/{tag}", get(databases::placement))
-        .route("/internal/placements/lookup", post(databases::lookup))
-        .route("/internal/databases", get(databases::list))
-        .route("/internal/databases/allocate", post(databases::allocate))
-        .route("/internal/databases/{id}", get(databases::show))
-        .route("/internal/databases/{id}/confirm", post(databases::confirm))
-        .route("/internal/databases/{id}/release", post(databases::release))
-        .route(
-            "/internal/databases/{id}/members",
-            get(members::list_of_database).post(members::add_to_database),
-        )
-        .route(
-            "/internal/databases/{id}/members/{user_id}",
-            patch(members::change_role).delete(members::remove_from_database),
-        )
-        .route(
-            "/internal/members",
-            post(members::add).delete(members::remove),
-        )
-        .route(
-            "/internal/support",
-            post(members::grant).delete(members::revoke),
-        )
-        .route("/internal/shards", get(shards::list).post(shards::add))
-        .route("/internal/shards/{name}/drain", post(shards::drain))
-        .route("/internal/shards/{name}/activate", post(shards::activate))
-        .route("/internal/moves", get(moves::list).post(moves::create))
-        .route("/internal/moves/{id}", get(moves::show))
-        .route("/internal/moves/{id}/abort", post(moves::abort))
-        .route("/internal/rebalance", post(rebalance::rebalance))
-        .route("/metrics", get(crate::metrics::handler))
-        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+    let guard = auth::Guard::new(state.tokens.clone());
+    let protected = routes::table()
+        .into_iter()
+        .fold(Router::new(), |r, route| r.route(route.path, route.handler))
+        .route_layer(middleware::from_fn_with_state(guard, auth::require_scope));
     Router::new()
         .route("/internal/health", get(health))
         .merge(protected)
@@ -88,25 +49,6 @@ async fn health() -> Json<OkReply> {
 
 async fn not_found() -> ApiError {
     ApiError::not_found("Not found.")
-}
-
-/// `Authorization: Bearer <CONTROL_PLANE_TOKEN>`, compared in constant time.
-async fn require_token(
-    State(state): State<AppState>,
-    req: Request,
-    next: Next,
-) -> Result<Response, ApiError> {
-    let presented = req
-        .headers()
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    let expected = state.token.expose().as_bytes();
-    if expected.is_empty() || !bool::from(presented.as_bytes().ct_eq(expected)) {
-        return Err(ApiError::Unauthorized);
-    }
-    Ok(next.run(req).await)
 }
 
 /// One span per request; the outcome is logged when it completes.

@@ -7,7 +7,14 @@ use cluster_protocol::control::AddShard;
 use control_plane::config::{Config, Secret};
 use redis::AsyncCommands;
 
+/// The operator's `CONTROL_PLANE_TOKEN`.
 pub const TOKEN: &str = "test-token-0123456789";
+/// `CONTROL_PLANE_ROUTER_TOKEN`.
+pub const ROUTER_TOKEN: &str = "test-router-token-0123";
+/// `CONTROL_PLANE_SHARD_TOKEN`.
+pub const SHARD_TOKEN: &str = "test-shard-token-0123";
+/// `METRICS_TOKEN`.
+pub const METRICS_TOKEN: &str = "test-metrics-token-0123";
 
 pub struct App {
     pub client: ControlPlaneClient,
@@ -59,7 +66,12 @@ pub async fn spawn_app_with_redis(redis_url: String) -> App {
     let config = Config {
         listen: "127.0.0.1:0".parse().unwrap(),
         database_url: Secret::new(db_url),
-        token: Secret::new(TOKEN),
+        tokens: control_plane::config::Tokens {
+            admin: Secret::new(TOKEN),
+            router: Secret::new(ROUTER_TOKEN),
+            shard: Some(Secret::new(SHARD_TOKEN)),
+            metrics: Some(Secret::new(METRICS_TOKEN)),
+        },
         redis_url: Secret::new(redis_url.clone()),
         creating_ttl: Duration::from_secs(600),
         reaper_interval: Duration::from_secs(3600),

@@ -15,4 +15,5 @@ mod moves;
 mod pg_tls;
 mod replication_secret;
 mod scale_cli;
+mod scopes;
 mod shards_dsn;

@@ -1,10 +1,10 @@
-//! `GET /metrics`: only with the admin token; requests appear by route
+//! `GET /metrics`: only with the metrics or the admin token; requests appear by route
 //! template, never by raw path, next to the pool and move series.
 
 use crate::helpers::*;
 
 #[tokio::test]
-async fn metrics_need_the_admin_token_and_name_routes_by_template() {
+async fn metrics_need_the_metrics_token_and_name_routes_by_template() {
     if skip() {
         return;
     }
@@ -21,6 +21,18 @@ async fn metrics_need_the_admin_token_and_name_routes_by_template() {
     let r = http.get(&url).bearer_auth("wrong").send().await.unwrap();
     assert_eq!(r.status(), 401);
 
+    // Another tier's token is refused; the metrics token reads the page.
+    for other in [ROUTER_TOKEN, SHARD_TOKEN] {
+        let r = http.get(&url).bearer_auth(other).send().await.unwrap();
+        assert_eq!(r.status(), 403, "{other}");
+    }
+    let r = http
+        .get(&url)
+        .bearer_auth(METRICS_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
     let r = http.get(&url).bearer_auth(TOKEN).send().await.unwrap();
     assert_eq!(r.status(), 200);
     let page = r.text().await.unwrap();

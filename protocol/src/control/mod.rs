@@ -1,8 +1,10 @@
 //! The control plane's internal HTTP API: types shared by the control plane
 //! (server), routers and shard nodes (clients) and the operator CLI.
 //!
-//! Every route is under `/internal/` and requires
-//! `Authorization: Bearer <CONTROL_PLANE_TOKEN>`. Errors use the envelope of
+//! Every route is under `/internal/` and requires `Authorization: Bearer
+//! <token>` of a tier the route allows (the operator's `CONTROL_PLANE_TOKEN`
+//! on every route; the router's and shard's tokens on the routes
+//! `control-plane/src/http/routes.rs` gives them). Errors use the envelope of
 //! [`crate::error`]. Redis keys and the invalidation channel are in [`redis_keys`].
 //!
 //! | method + path | body | reply |

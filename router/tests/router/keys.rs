@@ -51,7 +51,7 @@ async fn a_burst_of_wrong_secrets_is_counted_before_hashing() {
     let cp_addr = spawn_cp(cp.clone()).await;
     let control = cluster_protocol::control::client::ControlPlaneClient::new(
         &format!("http://{cp_addr}"),
-        "t",
+        ROUTER_TOKEN,
     );
     let store = router::keys::KeyStore::new(control, router::keys::HashLimits::default());
     let secret = random_token(32);

@@ -24,7 +24,12 @@ use cluster_protocol::principal::{
 use serde_json::{json, Value};
 
 const SECRET: &str = "test-cluster-secret";
-/// The routers' `CONTROL_PLANE_TOKEN`: it also opens `/metrics`.
+/// The router's `CONTROL_PLANE_ROUTER_TOKEN`: the fake control plane
+/// answers nothing without it.
+const ROUTER_TOKEN: &str = "test-router-token";
+/// The router's `METRICS_TOKEN`: the one credential `/metrics` takes.
+const METRICS_TOKEN: &str = "test-metrics-token";
+/// An operator's `CONTROL_PLANE_TOKEN`: the router never holds it.
 const ADMIN_TOKEN: &str = "test-admin-token";
 
 fn redis_url() -> String {
@@ -187,8 +192,23 @@ async fn spawn_cp(cp: Arc<Cp>) -> SocketAddr {
             "/internal/databases/{id}/members/{user_id}",
             axum::routing::patch(members::cp_members).delete(members::cp_members),
         )
+        .route_layer(axum::middleware::from_fn(cp_requires_router_token))
         .with_state(cp);
     spawn(app).await
+}
+
+/// The real control plane's check, for the router tier: its token or 401.
+async fn cp_requires_router_token(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let expected = format!("Bearer {ROUTER_TOKEN}");
+    let presented = req.headers().get("authorization").map(|v| v.as_bytes());
+    if presented != Some(expected.as_bytes()) {
+        let body = json!({"error": {"code": "unauthorized", "message": "wrong token"}});
+        return (StatusCode::UNAUTHORIZED, Json(body)).into_response();
+    }
+    next.run(req).await
 }
 
 /// A fake shard: verifies the principal and echoes it; `misplaced` answers 421.
@@ -307,7 +327,8 @@ async fn env_with_config(
     let mut config = router::Config {
         listen: "127.0.0.1:0".parse().unwrap(),
         control_plane_url: format!("http://{cp_addr}"),
-        control_plane_token: router::config::Secret(ADMIN_TOKEN.into()),
+        control_plane_token: router::config::Secret(ROUTER_TOKEN.into()),
+        metrics_token: Some(router::config::Secret(METRICS_TOKEN.into())),
         redis_url,
         cluster_secret: router::config::Secret(SECRET.into()),
         key_limit_per_min: key_limit,

@@ -1,5 +1,6 @@
-//! `GET /metrics`: only with the admin token, and requests appear by route
-//! template, never by raw path.
+//! `GET /metrics`: only with the metrics token (never the operator's admin
+//! token, nor the router's own control-plane token), and requests appear by
+//! route template, never by raw path.
 
 use super::*;
 
@@ -15,7 +16,7 @@ async fn scrape(e: &Env, token: Option<&str>) -> reqwest::Response {
 }
 
 #[tokio::test]
-async fn metrics_need_the_admin_token_and_name_routes_by_template() {
+async fn metrics_need_the_metrics_token_and_name_routes_by_template() {
     let e = env(100, 1000).await;
     let shard = Arc::new(Shard::default());
     let url = spawn_shard(shard.clone()).await;
@@ -39,7 +40,16 @@ async fn metrics_need_the_admin_token_and_name_routes_by_template() {
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["code"], "not_found");
 
-    let r = scrape(&e, Some(ADMIN_TOKEN)).await;
+    // Neither the operator's admin token nor the router's control-plane
+    // token opens the page on the public port: they are not API keys either.
+    for other in [ADMIN_TOKEN, ROUTER_TOKEN] {
+        let r = scrape(&e, Some(other)).await;
+        assert_eq!(r.status(), 401, "{other}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], "unauthorized");
+    }
+
+    let r = scrape(&e, Some(METRICS_TOKEN)).await;
     assert_eq!(r.status(), 200);
     assert!(header(&r, "content-type")
         .unwrap()
@@ -74,5 +84,14 @@ async fn metrics_need_the_admin_token_and_name_routes_by_template() {
         r#"tabula_router_cache_misses_total{cache="access"}"#,
     ] {
         assert!(page.contains(series), "{series} missing in\n{page}");
+    }
+}
+
+#[tokio::test]
+async fn without_a_metrics_token_the_router_serves_no_page() {
+    let e = env_with_config(100, 1000, redis_url(), |c| c.metrics_token = None).await;
+    for token in [METRICS_TOKEN, ROUTER_TOKEN, ""] {
+        let r = scrape(&e, Some(token)).await;
+        assert_eq!(r.status(), 401, "{token:?}");
     }
 }

@@ -15,8 +15,10 @@ use tokio::sync::OnceCell;
 
 pub const SECRET: &str = "test-cluster-secret";
 pub const SHARD: &str = "test-shard";
-/// The nodes' `CONTROL_PLANE_TOKEN`: it opens `/metrics`.
-pub const ADMIN_TOKEN: &str = "test-admin-token";
+/// The nodes' `METRICS_TOKEN`: the one credential `/metrics` takes.
+pub const METRICS_TOKEN: &str = "test-metrics-token";
+/// The nodes' `CONTROL_PLANE_SHARD_TOKEN`: it does not open `/metrics`.
+pub const SHARD_TOKEN: &str = "test-shard-token";
 
 static DATABASE_URL: OnceCell<String> = OnceCell::const_new();
 
@@ -290,7 +292,8 @@ fn node_config(
         database_url: Secret::new(url.to_owned()),
         cluster_secret: Secret::new(SECRET),
         control_plane_url: None,
-        control_plane_token: Some(Secret::new(ADMIN_TOKEN)),
+        control_plane_token: Some(Secret::new(SHARD_TOKEN)),
+        metrics_token: Some(Secret::new(METRICS_TOKEN)),
         pool_size,
         trash: Default::default(),
         db_limits,

@@ -1,4 +1,4 @@
-//! `GET /metrics`: only with the admin token; requests appear by route
+//! `GET /metrics`: only with the metrics token; requests appear by route
 //! template, never by raw path, next to the pool and outbox series.
 
 use crate::helpers::*;
@@ -12,7 +12,7 @@ async fn scrape(app: &TestApp, token: Option<&str>) -> reqwest::Response {
 }
 
 #[tokio::test]
-async fn metrics_need_the_admin_token_and_name_routes_by_template() {
+async fn metrics_need_the_metrics_token_and_name_routes_by_template() {
     let app = spawn_app().await;
     let (db, owner) = app.owned_database().await;
     let table = app.create_table_id(&db, &owner, "Tasks").await;
@@ -21,14 +21,15 @@ async fn metrics_need_the_admin_token_and_name_routes_by_template() {
         .await;
     assert_eq!(r.status, 200, "{:?}", r.body);
 
-    for token in [None, Some("not-the-token")] {
+    // The node's control-plane (shard) token is not a metrics credential.
+    for token in [None, Some("not-the-token"), Some(SHARD_TOKEN)] {
         let r = scrape(&app, token).await;
         assert_eq!(r.status(), 401);
         let v: serde_json::Value = r.json().await.unwrap();
         assert_eq!(v["error"]["code"], "unauthorized");
     }
 
-    let r = scrape(&app, Some(ADMIN_TOKEN)).await;
+    let r = scrape(&app, Some(METRICS_TOKEN)).await;
     assert_eq!(r.status(), 200);
     let page = r.text().await.unwrap();
     assert!(
