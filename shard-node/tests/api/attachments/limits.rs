@@ -238,6 +238,21 @@ async fn a_refused_or_failed_fetch_names_no_address() {
     );
 }
 
+/// Uploads `image` as `a.png` into the fixture's record, as its owner.
+async fn upload_png(f: &Fixture, image: &[u8]) -> Reply {
+    upload(
+        &f.app,
+        &f.table,
+        &f.owner,
+        &[
+            Part::File(Some("a.png"), Some("image/png"), image),
+            Part::Text("field_id", &f.files),
+            Part::Text("record_id", &f.record),
+        ],
+    )
+    .await
+}
+
 #[tokio::test]
 async fn images_past_the_thumbnail_budgets_keep_one_link() {
     let image = png(300, 200);
@@ -253,35 +268,13 @@ async fn images_past_the_thumbnail_budgets_keep_one_link() {
             ..Default::default()
         },
     ] {
-        let f = node(settings.clone()).await;
-        let r = upload(
-            &f.app,
-            &f.table,
-            &f.owner,
-            &[
-                Part::File(Some("a.png"), Some("image/png"), &image),
-                Part::Text("field_id", &f.files),
-                Part::Text("record_id", &f.record),
-            ],
-        )
-        .await;
+        let r = upload_png(&node(settings.clone()).await, &image).await;
         assert_eq!(r.status, 200, "{settings:?}: {:?}", r.body);
         assert_eq!(r.body["thumb_url"], r.body["url"], "{settings:?}");
         assert_eq!(r.body["card_url"], r.body["url"], "{settings:?}");
     }
     // The default budgets make them.
-    let f = node(AttachmentSettings::default()).await;
-    let r = upload(
-        &f.app,
-        &f.table,
-        &f.owner,
-        &[
-            Part::File(Some("a.png"), Some("image/png"), &image),
-            Part::Text("field_id", &f.files),
-            Part::Text("record_id", &f.record),
-        ],
-    )
-    .await;
+    let r = upload_png(&node(AttachmentSettings::default()).await, &image).await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     assert_ne!(r.body["thumb_url"], r.body["url"]);
 }
