@@ -21,7 +21,7 @@
 //             pacing itself to PACE_MS between requests, so the router holds VUS
 //             concurrent keep-alive connections (for its resident memory)
 //
-// Floor experiment (results/experiments/router-floor/nullproxy.c): with
+// Floor experiment (results/router-floor/nullproxy.c): with
 // PROXY_URL set, the `router` requests go to that proxy instead, carrying
 // the direct path's signed headers, so the shard behind it does the same
 // work as for a direct request; FIXTURE_SHARD (a shard URL) keeps only the

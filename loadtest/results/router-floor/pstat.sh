@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # pstat.sh [RATE] [DUR] : router-only k6 at RATE; perf stat of the router; per-request figures
 set -uo pipefail
-cd /work/main
+cd "$(dirname "$0")/../../.."   # the repository root
 . .dev-cluster-bench/env
 RATE=${1:-500}; DUR=${2:-20s}
 pid=${PID:-$(cat .dev-cluster-bench/run/router.pid)}; ROUTER_URL=${URL:-$ROUTER_URL}
 out=/tmp/rbench/out; mkdir -p $out
-k6r() { k6 run --quiet --no-usage-report -e FIXTURES=/work/main/loadtest/.fixtures.json -e ROUTER_URL=$ROUTER_URL -e CLUSTER_SECRET=$CLUSTER_SECRET "$@" loadtest/k6/tables_get.js; }
+k6r() { k6 run --quiet --no-usage-report -e FIXTURES=$PWD/loadtest/.fixtures.json -e ROUTER_URL=$ROUTER_URL -e CLUSTER_SECRET=$CLUSTER_SECRET "$@" loadtest/k6/tables_get.js; }
 k6r -e MODE=router -e RATE=100 -e DURATION=3s -e SUMMARY_JSON=$out/warm.json >/dev/null 2>&1
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 t0=$(sed 's/.*) //' /proc/$pid/stat | awk '{print $12+$13}'); u0=$(sed 's/.*) //' /proc/$pid/stat | awk '{print $12}')
