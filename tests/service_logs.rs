@@ -3,6 +3,9 @@
 //! a fault. (PostgreSQL's own logs are not read: the suite provokes failed
 //! casts and unique violations on purpose.)
 
+// Test code: an unwrap that fails is a failed test with its location.
+#![allow(clippy::unwrap_used)]
+
 use std::path::PathBuf;
 
 fn cluster_dir() -> Option<PathBuf> {

@@ -4,6 +4,9 @@
 //! stores run one after the other. Prints what it measured (`cargo test
 //! -p blobstore --test memory -- --nocapture`).
 
+// Test code: an unwrap that fails is a failed test with its location.
+#![allow(clippy::unwrap_used)]
+
 #[path = "store/support.rs"]
 mod support;
 

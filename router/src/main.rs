@@ -30,6 +30,7 @@ async fn shutdown_signal() {
 /// verifications). A fixed 1 MiB threshold makes every such block a private
 /// mapping that is returned to the kernel when the verification ends.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)] // the workspace's one unsafe block (Cargo.toml, [workspace.lints])
 fn bound_malloc_retention() {
     const MMAP_THRESHOLD: libc::c_int = 1 << 20;
     // SAFETY: mallopt only sets an allocator tunable; it is called before

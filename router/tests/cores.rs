@@ -5,6 +5,9 @@
 //! request is in flight when shutdown starts. Redis is the test Redis
 //! (TEST_REDIS_URL) as in `router.rs`.
 
+// Test code: an unwrap that fails is a failed test with its location.
+#![allow(clippy::unwrap_used)]
+
 use std::net::SocketAddr;
 use std::time::Duration;
 

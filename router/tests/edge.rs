@@ -6,6 +6,9 @@
 //! the test must control the bytes and their timing. The control plane and
 //! the shards are fakes; Redis is the test Redis (TEST_REDIS_URL).
 
+// Test code: an unwrap that fails is a failed test with its location.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

@@ -22,6 +22,9 @@
 //! * One `POST /api/databases` goes through the router to the shard; both
 //!   services' request spans are then read back from the exporter.
 
+// Test code: an unwrap that fails is a failed test with its location.
+#![allow(clippy::unwrap_used)]
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -87,10 +87,15 @@ impl Receiver {
                     .map(|(id, _)| id.to_owned())
                     .unwrap_or_default();
                 if uri.path().starts_with("/hang/") {
-                    got.lock().unwrap().hanging += 1;
+                    got.lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .hanging += 1;
                     std::future::pending::<()>().await;
                 }
-                got.lock().unwrap().ok.push((id, at));
+                got.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .ok
+                    .push((id, at));
                 (StatusCode::OK, "ok")
             }
         });
@@ -99,11 +104,18 @@ impl Receiver {
     }
 
     fn ok_count(&self) -> usize {
-        self.got.lock().unwrap().ok.len()
+        self.got
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .ok
+            .len()
     }
 
     fn hanging(&self) -> usize {
-        self.got.lock().unwrap().hanging
+        self.got
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .hanging
     }
 }
 
@@ -446,7 +458,10 @@ async fn throughput(bench: &Bench) -> Result<serde_json::Value> {
     let after = sample(bench, &node, postmaster, tick).await?;
     node.stop().await;
     let (first, last) = {
-        let got = receiver.got.lock().unwrap();
+        let got = receiver
+            .got
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let first = got
             .ok
             .iter()
@@ -575,7 +590,10 @@ async fn isolation(bench: &Bench) -> Result<serde_json::Value> {
     let hanging = receiver.hanging();
     node.stop().await;
     let mut latencies: Vec<f64> = {
-        let got = receiver.got.lock().unwrap();
+        let got = receiver
+            .got
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut first: HashMap<&str, Instant> = HashMap::new();
         for (id, at) in &got.ok {
             first.entry(id.as_str()).or_insert(*at);

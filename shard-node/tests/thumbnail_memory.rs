@@ -3,6 +3,11 @@
 //! header claims. Its own test binary: the allocator below counts every
 //! allocation of the process, so nothing else may run beside it.
 
+// Test code: an unwrap that fails is a failed test with its location.
+#![allow(clippy::unwrap_used)]
+// A counting global allocator is unsafe by definition (test code only).
+#![allow(unsafe_code)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Cursor;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,5 +1,8 @@
 //! One test binary for the whole end-to-end suite (links once).
 
+// Test code: an unwrap that fails is a failed test with its location.
+#![allow(clippy::unwrap_used)]
+
 mod attachments_cells;
 mod attachments_limits;
 mod attachments_upload;

@@ -2,6 +2,9 @@
 //! routes rely on, run against both real stores (a local directory and
 //! the S3 test server of `deploy/test`).
 
+// Test code: an unwrap that fails is a failed test with its location.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 mod deletes;

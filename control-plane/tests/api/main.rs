@@ -2,6 +2,9 @@
 //! (a throwaway database per test) and Redis, one test binary.
 //! Set SKIP_DB_TESTS to skip them.
 
+// Test code: an unwrap that fails is a failed test with its location.
+#![allow(clippy::unwrap_used)]
+
 mod access;
 mod allocation;
 mod basics;

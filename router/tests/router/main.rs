@@ -3,6 +3,9 @@
 //! written with axum. Every test uses its own key ids, users, tags and client
 //! addresses, so tests run in parallel.
 
+// Test code: an unwrap that fails is a failed test with its location.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};

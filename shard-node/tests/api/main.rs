@@ -1,5 +1,8 @@
 //! Integration tests: the real shard node over HTTP, real PostgreSQL.
 
+// Test code: an unwrap that fails is a failed test with its location.
+#![allow(clippy::unwrap_used)]
+
 mod attachments;
 mod auth;
 mod comments;

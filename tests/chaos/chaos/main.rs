@@ -3,6 +3,9 @@
 //! order: the kills on the two-shard cluster first, then `scale`, which
 //! grows it to three shards, rebalances, drains and moves files.
 
+// Test code: an unwrap that fails is a failed test with its location.
+#![allow(clippy::unwrap_used)]
+
 mod abort_offline;
 mod kills;
 mod restart;

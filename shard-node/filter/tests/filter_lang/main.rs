@@ -1,6 +1,9 @@
 //! One test binary for the crate (links once): parser refusals, the SQL of
 //! every operator, property tests, and runs against real PostgreSQL.
 
+// Test code: an unwrap that fails is a failed test with its location.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 mod compile_sql;
 mod conditions;
