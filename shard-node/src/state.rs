@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use cluster_protocol::metrics as pool_metrics;
+use service_kit::metrics as pool_metrics;
 use deadpool_postgres::{
     Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime, Timeouts, Transaction,
 };
