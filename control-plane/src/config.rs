@@ -124,9 +124,6 @@ impl Default for MoveConfig {
     }
 }
 
-
-
-
 /// The settings of `control-plane serve`, from flags or the environment
 /// (`control-plane serve --help` lists each with its variable and
 /// default). [`Config::from_settings`] turns them into a [`Config`].
@@ -151,7 +148,12 @@ pub struct Settings {
     #[arg(long, env = "METRICS_TOKEN", hide_env_values = true)]
     pub metrics_token: Option<Secret>,
     /// Redis: liveness, versions, invalidations.
-    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "REDIS_URL",
+        default_value = "redis://127.0.0.1:6379",
+        hide_env_values = true
+    )]
     pub redis_url: Secret,
     /// TLS of every PostgreSQL connection of the control plane: disable,
     /// prefer, require or verify-full [default: each DSN's own sslmode].
@@ -242,9 +244,6 @@ impl Config {
     }
 }
 
-
-
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,8 +274,18 @@ mod tests {
         let d = MoveConfig::default();
         let m = &c.moves;
         assert_eq!(
-            (&m.admin_user, m.pause_budget, m.cutover_attempts, m.per_shard),
-            (&d.admin_user, d.pause_budget, d.cutover_attempts, d.per_shard)
+            (
+                &m.admin_user,
+                m.pause_budget,
+                m.cutover_attempts,
+                m.per_shard
+            ),
+            (
+                &d.admin_user,
+                d.pause_budget,
+                d.cutover_attempts,
+                d.per_shard
+            )
         );
         assert_eq!(
             (m.max, m.ack_timeout, m.poll, m.step_delay),

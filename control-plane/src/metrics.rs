@@ -17,8 +17,8 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use cluster_protocol::control::MoveState;
-use service_kit::metrics::{self as shared};
 use deadpool_postgres::{Object, Pool, PoolError};
+use service_kit::metrics::{self as shared};
 
 use crate::error::ApiError;
 use crate::AppState;

@@ -115,7 +115,11 @@ pub struct Settings {
     #[arg(long, env = "ROUTER_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
     /// The control plane's internal API.
-    #[arg(long, env = "CONTROL_PLANE_URL", default_value = "http://127.0.0.1:8090")]
+    #[arg(
+        long,
+        env = "CONTROL_PLANE_URL",
+        default_value = "http://127.0.0.1:8090"
+    )]
     pub control_plane_url: String,
     /// The router tier's control-plane token (never the admin's).
     #[arg(long, env = "CONTROL_PLANE_ROUTER_TOKEN", hide_env_values = true)]
@@ -259,12 +263,9 @@ mod tests {
 
     #[test]
     fn defaults_are_the_configs_defaults() {
-        let s = Settings::try_parse_from([
-            "router",
-            "--control-plane-token=t",
-            "--cluster-secret=s",
-        ])
-        .unwrap();
+        let s =
+            Settings::try_parse_from(["router", "--control-plane-token=t", "--cluster-secret=s"])
+                .unwrap();
         let c = Config::from_settings(s).unwrap();
         assert_eq!(c.connections, ConnectionLimits::default());
         let h = HashLimits::default();
@@ -286,6 +287,9 @@ mod tests {
         ])
         .unwrap();
         let e = Config::from_settings(s).unwrap_err().to_string();
-        assert_eq!(e, "METRICS_TOKEN and CONTROL_PLANE_ROUTER_TOKEN must differ");
+        assert_eq!(
+            e,
+            "METRICS_TOKEN and CONTROL_PLANE_ROUTER_TOKEN must differ"
+        );
     }
 }

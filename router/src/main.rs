@@ -25,8 +25,7 @@ fn main() -> anyhow::Result<()> {
     let settings: router::config::Settings = service_kit::parse::args();
     bound_malloc_retention();
     let mut config = Config::from_settings(settings)?;
-    config.metrics =
-        Some(service_kit::metrics::install().context("install the metrics recorder")?);
+    config.metrics = Some(service_kit::metrics::install().context("install the metrics recorder")?);
     // This runtime only waits for the shutdown signal (and hosts telemetry);
     // requests are served by `router::cores`, one runtime per thread.
     tokio::runtime::Builder::new_current_thread()

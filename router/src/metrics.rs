@@ -20,8 +20,8 @@
 
 use std::time::Duration;
 
-use service_kit::metrics::{self as shared, METRICS_ROUTE, UNKNOWN_ROUTE};
 use http::{header, HeaderMap, HeaderValue, Method, Response};
+use service_kit::metrics::{self as shared, METRICS_ROUTE, UNKNOWN_ROUTE};
 
 use crate::errors::{full, Body};
 use crate::routes::{classify, Route};

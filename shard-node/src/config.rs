@@ -3,7 +3,6 @@
 
 use std::net::SocketAddr;
 
-
 /// Largest request body the node reads; larger bodies are a 400 naming it.
 pub const BODY_LIMIT_BYTES: usize = 10 * 1024 * 1024;
 /// How the body limit is named in its 400 message.
@@ -162,7 +161,6 @@ impl Default for WebhookSettings {
     }
 }
 
-
 /// The duration syntax of the settings (`250ms`, `10s`, `5m`; `10s,60s`).
 pub use service_kit::parse::{duration, durations};
 
@@ -251,8 +249,6 @@ impl DbLimits {
     }
 }
 
-
-
 /// Part A: a trashed record is restorable for seven days.
 pub const TRASH_RETENTION: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 /// How often the trash purger runs by default.
@@ -276,11 +272,6 @@ impl Default for TrashSettings {
         }
     }
 }
-
-
-
-
-
 
 /// Where clients reach the cluster when `PUBLIC_URL` is not set.
 pub const DEFAULT_PUBLIC_URL: &str = "http://127.0.0.1:8080";

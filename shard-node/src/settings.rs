@@ -297,7 +297,10 @@ mod tests {
         );
         assert!(c.webhooks.egress_allow_cidrs.is_empty());
         let t = TrashSettings::default();
-        assert_eq!((c.trash.interval, c.trash.retention), (t.interval, t.retention));
+        assert_eq!(
+            (c.trash.interval, c.trash.retention),
+            (t.interval, t.retention)
+        );
         assert_eq!(c.attachments, AttachmentSettings::default());
         assert_eq!(c.public_url, DEFAULT_PUBLIC_URL);
         assert_eq!(c.listen.to_string(), "127.0.0.1:8091");

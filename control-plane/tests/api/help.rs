@@ -32,7 +32,10 @@ fn control_plane(args: &[&str]) -> Output {
         .args(args)
         .env_clear()
         .env("CONTROL_PLANE_TOKEN", "printed-admin-token")
-        .env("CONTROL_PLANE_DATABASE_URL", "postgres://u:printed-password@h/db")
+        .env(
+            "CONTROL_PLANE_DATABASE_URL",
+            "postgres://u:printed-password@h/db",
+        )
         .output()
         .expect("run the control-plane binary")
 }
@@ -43,7 +46,10 @@ fn serve_help_lists_every_setting_and_hides_secrets() {
     assert!(out.status.success(), "{out:?}");
     let help = String::from_utf8_lossy(&out.stdout);
     for name in SETTINGS {
-        assert!(help.contains(&format!("env: {name}")), "{name} missing:\n{help}");
+        assert!(
+            help.contains(&format!("env: {name}")),
+            "{name} missing:\n{help}"
+        );
     }
     assert!(help.contains("[default: 127.0.0.1:8090]"), "{help}");
     assert!(!help.contains("printed-admin-token"), "{help}");

@@ -45,7 +45,10 @@ fn help_lists_every_setting_and_hides_secrets() {
     assert!(out.status.success(), "{out:?}");
     let help = String::from_utf8_lossy(&out.stdout);
     for name in SETTINGS {
-        assert!(help.contains(&format!("env: {name}")), "{name} missing:\n{help}");
+        assert!(
+            help.contains(&format!("env: {name}")),
+            "{name} missing:\n{help}"
+        );
     }
     assert!(help.contains("[default: 127.0.0.1:8080]"), "{help}");
     assert!(!help.contains("printed-secret-value"), "{help}");
@@ -56,5 +59,8 @@ fn version_names_the_version() {
     let out = router("--version");
     assert!(out.status.success(), "{out:?}");
     let version = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(version.trim(), format!("router {}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        version.trim(),
+        format!("router {}", env!("CARGO_PKG_VERSION"))
+    );
 }

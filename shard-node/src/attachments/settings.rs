@@ -33,7 +33,6 @@ impl Default for AttachmentSettings {
     }
 }
 
-
 /// A quota as messages name it: whole GB (GiB) when it is, else bytes.
 pub fn quota_text(bytes: i64) -> String {
     const GIB: i64 = 1024 * 1024 * 1024;
@@ -43,7 +42,6 @@ pub fn quota_text(bytes: i64) -> String {
         format!("{bytes} bytes")
     }
 }
-
 
 #[cfg(test)]
 mod tests {

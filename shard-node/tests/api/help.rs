@@ -64,7 +64,10 @@ fn help_lists_every_setting_and_hides_secrets() {
     assert!(out.status.success(), "{out:?}");
     let help = String::from_utf8_lossy(&out.stdout);
     for name in SETTINGS {
-        assert!(help.contains(&format!("env: {name}")), "{name} missing:\n{help}");
+        assert!(
+            help.contains(&format!("env: {name}")),
+            "{name} missing:\n{help}"
+        );
     }
     assert!(help.contains("[default: 10s,60s,300s]"), "{help}");
     assert!(!help.contains("printed-secret-value"), "{help}");
