@@ -1,10 +1,11 @@
-//! Configuration of `control-plane serve`: one struct, read from the
-//! environment (see docs/CONVENTIONS.md). Limits and timings live here too.
+//! Configuration of `control-plane serve`: [`Settings`], one clap struct
+//! read from flags and the environment (`control-plane serve --help`), and
+//! the [`Config`] it makes. Limits and timings live here too.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use anyhow::Context;
+use service_kit::parse;
 
 /// How many databases one user may own (part C).
 pub const MAX_OWNED_DATABASES: i64 = 100;
@@ -22,24 +23,8 @@ pub const REDIS_TIMEOUT: Duration = Duration::from_secs(2);
 /// (besides at start and after every move; docs/moves.md).
 pub const ORPHAN_SWEEP_INTERVAL: Duration = Duration::from_secs(60);
 
-/// A value that must never reach a log: `Debug` prints `Secret(***)`.
-#[derive(Clone)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
+/// A value that never prints (`Secret(***)`).
+pub use service_kit::Secret;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -56,7 +41,7 @@ pub struct Config {
     /// Renders `GET /metrics`. Not from the environment: `serve` installs
     /// the process's recorder and puts its handle here; `None` (library
     /// use) answers that path 404.
-    pub metrics: Option<cluster_protocol::metrics::PrometheusHandle>,
+    pub metrics: Option<service_kit::metrics::PrometheusHandle>,
 }
 
 /// One token per tier; `http::routes` says which routes each may call.
@@ -73,17 +58,6 @@ pub struct Tokens {
 }
 
 impl Tokens {
-    pub fn from_env() -> anyhow::Result<Self> {
-        let tokens = Self {
-            admin: Secret::new(required("CONTROL_PLANE_TOKEN")?),
-            router: Secret::new(required("CONTROL_PLANE_ROUTER_TOKEN")?),
-            shard: optional("CONTROL_PLANE_SHARD_TOKEN").map(Secret::new),
-            metrics: optional("METRICS_TOKEN").map(Secret::new),
-        };
-        tokens.check_distinct()?;
-        Ok(tokens)
-    }
-
     /// Each tier's token must be its own: a shared value would give one
     /// tier the other's routes.
     pub fn check_distinct(&self) -> anyhow::Result<()> {
@@ -150,80 +124,124 @@ impl Default for MoveConfig {
     }
 }
 
-impl MoveConfig {
-    pub fn from_env() -> anyhow::Result<Self> {
-        let d = Self::default();
-        Ok(Self {
-            admin_user: env_or("MOVE_ADMIN_USER", &d.admin_user),
-            admin_password: std::env::var("MOVE_ADMIN_PASSWORD")
-                .ok()
-                .filter(|v| !v.is_empty())
-                .map(Secret::new),
-            pg_tls: crate::pg_tls::PgTls::from_env()?,
-            replication_passfile: std::env::var("MOVE_REPLICATION_PASSFILE")
-                .ok()
-                .filter(|v| !v.trim().is_empty()),
-            pause_budget: millis("MOVE_PAUSE_BUDGET_MS", d.pause_budget)?,
-            cutover_attempts: number("MOVE_CUTOVER_ATTEMPTS", d.cutover_attempts)?,
-            per_shard: number("MOVES_PER_SHARD", d.per_shard)?,
-            max: number("MOVES_MAX", d.max)?,
-            ack_timeout: millis("MOVE_ACK_TIMEOUT_MS", d.ack_timeout)?,
-            poll: millis("MOVE_POLL_MS", d.poll)?,
-            step_delay: millis("MOVE_STEP_DELAY_MS", d.step_delay)?,
-        })
-    }
-}
-
-fn number<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T> {
-    match std::env::var(name).ok().filter(|v| !v.is_empty()) {
-        None => Ok(default),
-        Some(v) => v
-            .trim()
-            .parse()
-            .map_err(|_| anyhow::anyhow!("{name} must be a non-negative integer")),
-    }
-}
-
-fn millis(name: &str, default: Duration) -> anyhow::Result<Duration> {
-    let ms: u64 = number(name, u64::try_from(default.as_millis()).unwrap_or(u64::MAX))?;
-    Ok(Duration::from_millis(ms))
+/// The settings of `control-plane serve`, from flags or the environment
+/// (`control-plane serve --help` lists each with its variable and
+/// default). [`Config::from_settings`] turns them into a [`Config`].
+#[derive(Debug, Clone, clap::Args)]
+pub struct Settings {
+    /// Listen address (host:port).
+    #[arg(long, env = "CONTROL_PLANE_LISTEN", default_value = "127.0.0.1:8090")]
+    pub listen: SocketAddr,
+    /// Its catalog PostgreSQL.
+    #[arg(long, env = "CONTROL_PLANE_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Secret,
+    /// The operator's admin token: every route.
+    #[arg(long, env = "CONTROL_PLANE_TOKEN", hide_env_values = true)]
+    pub token: Secret,
+    /// Routers' token: the routes routers call.
+    #[arg(long, env = "CONTROL_PLANE_ROUTER_TOKEN", hide_env_values = true)]
+    pub router_token: Secret,
+    /// Shard nodes' token: placement reads.
+    #[arg(long, env = "CONTROL_PLANE_SHARD_TOKEN", hide_env_values = true)]
+    pub shard_token: Option<Secret>,
+    /// `GET /metrics` only. All four tokens must differ.
+    #[arg(long, env = "METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<Secret>,
+    /// Redis: liveness, versions, invalidations.
+    #[arg(
+        long,
+        env = "REDIS_URL",
+        default_value = "redis://127.0.0.1:6379",
+        hide_env_values = true
+    )]
+    pub redis_url: Secret,
+    /// TLS of every PostgreSQL connection of the control plane: disable,
+    /// prefer, require or verify-full [default: each DSN's own sslmode].
+    #[arg(long, env = "CONTROL_PLANE_PG_SSLMODE")]
+    pub pg_sslmode: Option<String>,
+    /// The PEM file of the CAs `verify-full` trusts.
+    #[arg(long, env = "CONTROL_PLANE_PG_SSLROOTCERT")]
+    pub pg_sslrootcert: Option<String>,
+    /// Role the mover connects to shard instances as (a superuser).
+    #[arg(long, env = "MOVE_ADMIN_USER", default_value = "postgres")]
+    pub move_admin_user: String,
+    /// That role's password.
+    #[arg(long, env = "MOVE_ADMIN_PASSWORD", hide_env_values = true)]
+    pub move_admin_password: Option<Secret>,
+    /// Path, on every shard instance's host, of the libpq password file a
+    /// move's subscription reads the password from.
+    #[arg(long, env = "MOVE_REPLICATION_PASSFILE")]
+    pub move_replication_passfile: Option<String>,
+    /// Longest hold (ms) of a database's requests at cutover.
+    #[arg(long, env = "MOVE_PAUSE_BUDGET_MS", default_value = "400", value_parser = parse::millis_or_zero)]
+    pub move_pause_budget_ms: Duration,
+    /// Cutover attempts before a move is aborted.
+    #[arg(long, env = "MOVE_CUTOVER_ATTEMPTS", default_value = "3", value_parser = parse::number::<i32>)]
+    pub move_cutover_attempts: i32,
+    /// Moves at once touching one shard (as source or target).
+    #[arg(long, env = "MOVES_PER_SHARD", default_value = "2", value_parser = parse::number::<usize>)]
+    pub moves_per_shard: usize,
+    /// Moves at once in the cluster.
+    #[arg(long, env = "MOVES_MAX", default_value = "4", value_parser = parse::number::<usize>)]
+    pub moves_max: usize,
+    /// Longest wait (ms) for routers' acknowledgements before the old copy
+    /// goes.
+    #[arg(long, env = "MOVE_ACK_TIMEOUT_MS", default_value = "10000", value_parser = parse::millis_or_zero)]
+    pub move_ack_timeout_ms: Duration,
+    /// How often (ms) cutover polls the target for the marker.
+    #[arg(long, env = "MOVE_POLL_MS", default_value = "2", value_parser = parse::millis_or_zero)]
+    pub move_poll_ms: Duration,
+    /// Test hook: wait (ms) after entering each state and after the fence.
+    #[arg(long, env = "MOVE_STEP_DELAY_MS", default_value = "0", value_parser = parse::millis_or_zero)]
+    pub move_step_delay_ms: Duration,
 }
 
 impl Config {
+    /// From the environment alone (no command line).
     pub fn from_env() -> anyhow::Result<Self> {
-        let listen = env_or("CONTROL_PLANE_LISTEN", "127.0.0.1:8090")
-            .parse()
-            .context("CONTROL_PLANE_LISTEN must be host:port")?;
-        let database_url = required("CONTROL_PLANE_DATABASE_URL")?;
+        #[derive(clap::Parser)]
+        struct Serve {
+            #[command(flatten)]
+            settings: Settings,
+        }
+        let serve: Serve = parse::try_args_from(["control-plane"])?;
+        Self::from_settings(serve.settings)
+    }
+
+    /// From parsed settings; checks what one setting alone cannot.
+    pub fn from_settings(s: Settings) -> anyhow::Result<Self> {
+        let tokens = Tokens {
+            admin: s.token,
+            router: s.router_token,
+            shard: s.shard_token,
+            metrics: s.metrics_token,
+        };
+        tokens.check_distinct()?;
+        let pg_sslmode = s.pg_sslmode.as_deref().map(str::parse).transpose()?;
+        let moves = MoveConfig {
+            admin_user: s.move_admin_user,
+            admin_password: s.move_admin_password,
+            pg_tls: crate::pg_tls::PgTls::new(pg_sslmode, s.pg_sslrootcert.as_deref())?,
+            replication_passfile: s.move_replication_passfile,
+            pause_budget: s.move_pause_budget_ms,
+            cutover_attempts: s.move_cutover_attempts,
+            per_shard: s.moves_per_shard,
+            max: s.moves_max,
+            ack_timeout: s.move_ack_timeout_ms,
+            poll: s.move_poll_ms,
+            step_delay: s.move_step_delay_ms,
+        };
         Ok(Self {
-            listen,
-            database_url: Secret::new(database_url),
-            tokens: Tokens::from_env()?,
-            redis_url: Secret::new(env_or("REDIS_URL", "redis://127.0.0.1:6379")),
+            listen: s.listen,
+            database_url: s.database_url,
+            tokens,
+            redis_url: s.redis_url,
             creating_ttl: CREATING_TTL,
             reaper_interval: REAPER_INTERVAL,
-            moves: MoveConfig::from_env()?,
+            moves,
             metrics: None,
         })
     }
-}
-
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name)
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| default.to_string())
-}
-
-fn optional(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
-fn required(name: &str) -> anyhow::Result<String> {
-    std::env::var(name)
-        .ok()
-        .filter(|v| !v.is_empty())
-        .with_context(|| format!("{name} must be set"))
 }
 
 #[cfg(test)]
@@ -235,6 +253,46 @@ mod tests {
         let s = Secret::new("hunter2");
         assert_eq!(format!("{s:?}"), "Secret(***)");
         assert_eq!(s.expose(), "hunter2");
+    }
+
+    #[test]
+    fn defaults_are_the_configs_defaults() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Serve {
+            #[command(flatten)]
+            settings: Settings,
+        }
+        let serve = Serve::try_parse_from([
+            "control-plane",
+            "--database-url=postgres://x",
+            "--token=a",
+            "--router-token=r",
+        ])
+        .unwrap();
+        let c = Config::from_settings(serve.settings).unwrap();
+        let d = MoveConfig::default();
+        let m = &c.moves;
+        assert_eq!(
+            (
+                &m.admin_user,
+                m.pause_budget,
+                m.cutover_attempts,
+                m.per_shard
+            ),
+            (
+                &d.admin_user,
+                d.pause_budget,
+                d.cutover_attempts,
+                d.per_shard
+            )
+        );
+        assert_eq!(
+            (m.max, m.ack_timeout, m.poll, m.step_delay),
+            (d.max, d.ack_timeout, d.poll, d.step_delay)
+        );
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8090");
+        assert_eq!(c.redis_url.expose(), "redis://127.0.0.1:6379");
     }
 
     #[test]

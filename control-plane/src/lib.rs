@@ -40,7 +40,7 @@ pub struct AppState {
     /// Wakes the mover (a move was created or an abort requested).
     pub mover_wake: Arc<tokio::sync::Notify>,
     /// Renders `GET /metrics`; `None` answers it 404.
-    pub metrics: Option<cluster_protocol::metrics::PrometheusHandle>,
+    pub metrics: Option<service_kit::metrics::PrometheusHandle>,
 }
 
 impl AppState {
@@ -52,7 +52,7 @@ impl AppState {
 
 /// Serves until SIGTERM or SIGINT, then drains in-flight requests.
 pub async fn run(config: Config, listener: TcpListener) -> anyhow::Result<()> {
-    run_until(config, listener, cluster_protocol::shutdown::signal()).await
+    run_until(config, listener, service_kit::shutdown::signal()).await
 }
 
 /// Migrates the catalog, starts the reaper and the mover, and serves until `shutdown` resolves.
@@ -81,10 +81,8 @@ pub async fn run_until(
     let mover = mover::spawn(state.clone(), config.database_url.clone());
     let addr = listener.local_addr().ok();
     tracing::info!(?addr, "control plane listening");
-    let served = axum::serve(listener, http::router(state))
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let served = service_kit::serve::until(listener, http::router(state), shutdown).await;
     reaper.abort();
     mover.abort();
-    served.context("serve")
+    served
 }

@@ -1,12 +1,11 @@
 //! `control-plane`: `serve` runs the server; every other subcommand is an
 //! operator command against a running control plane.
 
-use clap::Parser;
 use control_plane::cli::{self, Cli, Command};
-use control_plane::config::Config;
+use control_plane::config::{Config, Settings};
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = service_kit::parse::args();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -19,18 +18,18 @@ fn main() -> std::process::ExitCode {
     };
     let code = runtime.block_on(async move {
         match cli.command {
-            Command::Serve => serve().await,
+            Command::Serve(settings) => serve(*settings).await,
             command => cli::execute(cli.json, command).await,
         }
     });
     std::process::ExitCode::from(code.clamp(0, 255) as u8)
 }
 
-async fn serve() -> i32 {
-    let _telemetry = cluster_protocol::telemetry::init("control-plane");
+async fn serve(settings: Settings) -> i32 {
+    let _telemetry = service_kit::telemetry::init("control-plane");
     let result = async {
-        let mut config = Config::from_env()?;
-        config.metrics = Some(cluster_protocol::metrics::install()?);
+        let mut config = Config::from_settings(settings)?;
+        config.metrics = Some(service_kit::metrics::install()?);
         let listener = tokio::net::TcpListener::bind(config.listen).await?;
         control_plane::run(config, listener).await
     }

@@ -5,7 +5,7 @@
 //! 403 with another tier's), and a server started without a recorder
 //! (library use) answers 404.
 //!
-//! Series (besides the shared ones of `cluster_protocol::metrics`, whose
+//! Series (besides the shared ones of `service_kit::metrics`, whose
 //! `route` is axum's matched route, `unknown` when none matched):
 //! * `tabula_db_pool_connections{pool="catalog"}` and
 //!   `tabula_db_pool_wait_seconds{pool="catalog"}`: the catalog pool.
@@ -13,13 +13,12 @@
 
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::State;
 use axum::http::header;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use cluster_protocol::control::MoveState;
-use cluster_protocol::metrics::{self as shared, InFlight, UNKNOWN_ROUTE};
 use deadpool_postgres::{Object, Pool, PoolError};
+use service_kit::metrics::{self as shared};
 
 use crate::error::ApiError;
 use crate::AppState;
@@ -83,23 +82,5 @@ pub async fn timed_get(pool: &Pool) -> Result<Object, PoolError> {
 }
 
 /// Counts every request by method, matched route and status, its latency,
-/// and the requests in flight.
-pub async fn measure(request: Request, next: Next) -> Response {
-    let method = shared::method_label(request.method());
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or(UNKNOWN_ROUTE, |m| m.as_str())
-        .to_string();
-    let started = Instant::now();
-    let in_flight = InFlight::start();
-    let response = next.run(request).await;
-    drop(in_flight);
-    shared::record_request(
-        method,
-        &route,
-        response.status().as_u16(),
-        started.elapsed(),
-    );
-    response
-}
+/// and the requests in flight (layered on the whole router).
+pub use service_kit::metrics::measure;

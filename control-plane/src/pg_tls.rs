@@ -98,16 +98,6 @@ impl PgTls {
         })
     }
 
-    /// From `CONTROL_PLANE_PG_SSLMODE` and `CONTROL_PLANE_PG_SSLROOTCERT`.
-    pub fn from_env() -> anyhow::Result<Self> {
-        let mode = match std::env::var("CONTROL_PLANE_PG_SSLMODE") {
-            Ok(v) if !v.trim().is_empty() => Some(v.parse()?),
-            _ => None,
-        };
-        let root = std::env::var("CONTROL_PLANE_PG_SSLROOTCERT").ok();
-        Self::new(mode, root.as_deref())
-    }
-
     /// Sets a connection's TLS negotiation to the configured mode, which
     /// wins over the DSN's own `sslmode`; with none, the DSN's holds.
     pub fn apply(&self, cfg: &mut tokio_postgres::Config) {

@@ -4,17 +4,14 @@
 //! * [`error`]: the one error envelope every tier answers with.
 //! * [`principal`]: the caller identity a router signs and a shard verifies.
 //! * [`control`]: the control plane's internal API (types) and [`control::client`].
-//! * [`shutdown`]: the SIGINT/SIGTERM future the binaries drain on.
-//! * [`telemetry`]: tracing set-up shared by the three binaries.
-//! * [`metrics`]: the Prometheus recorder and the series every service has.
+//!
+//! Service plumbing (telemetry, shutdown, metrics, configuration helpers)
+//! is not part of the contract: it lives in the `service-kit` crate.
 
 pub mod control;
 pub mod error;
 pub mod ids;
-pub mod metrics;
 pub mod principal;
-pub mod shutdown;
-pub mod telemetry;
 
 /// Name the service reports on `GET /api/health`.
 pub const SERVICE_NAME: &str = "tabula";

@@ -1,20 +1,14 @@
-//! Router configuration: one struct, read from the environment (CONVENTIONS.md).
+//! Router configuration: [`Settings`], one clap struct read from flags
+//! and the environment (`router --help`), and the [`Config`] it makes.
 
-use std::{fmt, net::SocketAddr, time::Duration};
+use std::{net::SocketAddr, time::Duration};
 
-use anyhow::Context;
+use service_kit::parse;
 
 use crate::keys::HashLimits;
 
-/// A secret that never prints.
-#[derive(Clone)]
-pub struct Secret(pub String);
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
+/// A value that never prints (`Secret(***)`).
+pub use service_kit::Secret;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -55,12 +49,12 @@ pub struct Config {
     /// Renders `GET /metrics` (`metrics`). Not from the environment: `main`
     /// installs the process's recorder and puts its handle here; `None`
     /// (tests, library use) answers that path like any unknown one.
-    pub metrics: Option<cluster_protocol::metrics::PrometheusHandle>,
+    pub metrics: Option<service_kit::metrics::PrometheusHandle>,
 }
 
 /// What keeps slow or idle clients, and a shard that does not answer, from
 /// holding the router's connections and in-flight slots
-/// (docs/CONVENTIONS.md).
+/// ([`Settings`], `router --help`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionLimits {
     /// `ROUTER_MAX_CONNECTIONS`: client connections open at once, across
@@ -107,96 +101,148 @@ impl Default for ConnectionLimits {
     }
 }
 
-impl ConnectionLimits {
-    fn from_env() -> anyhow::Result<Self> {
-        let d = Self::default();
-        let positive = |name: &str, n: u64| {
-            anyhow::ensure!(n > 0, "{name} must be positive");
-            Ok(n)
-        };
-        Ok(Self {
-            max_connections: positive(
-                "ROUTER_MAX_CONNECTIONS",
-                number("ROUTER_MAX_CONNECTIONS", d.max_connections as u64)?,
-            )? as usize,
-            idle_timeout: Duration::from_secs(positive(
-                "ROUTER_IDLE_TIMEOUT_SECS",
-                number("ROUTER_IDLE_TIMEOUT_SECS", d.idle_timeout.as_secs())?,
-            )?),
-            body_timeout: Duration::from_secs(positive(
-                "ROUTER_BODY_TIMEOUT_SECS",
-                number("ROUTER_BODY_TIMEOUT_SECS", d.body_timeout.as_secs())?,
-            )?),
-            stream_idle_timeout: Duration::from_secs(positive(
-                "ROUTER_STREAM_IDLE_TIMEOUT_SECS",
-                number(
-                    "ROUTER_STREAM_IDLE_TIMEOUT_SECS",
-                    d.stream_idle_timeout.as_secs(),
-                )?,
-            )?),
-            shard_timeout: Duration::from_millis(positive(
-                "ROUTER_SHARD_TIMEOUT_MS",
-                number(
-                    "ROUTER_SHARD_TIMEOUT_MS",
-                    d.shard_timeout.as_millis() as u64,
-                )?,
-            )?),
-            body_budget_bytes: positive(
-                "ROUTER_BODY_BUDGET_BYTES",
-                number("ROUTER_BODY_BUDGET_BYTES", d.body_budget_bytes)?,
-            )?,
-        })
-    }
-}
-
-fn var_or(name: &str, default: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| default.to_string())
-}
-
-fn required(name: &str) -> anyhow::Result<String> {
-    std::env::var(name).with_context(|| format!("{name} must be set"))
-}
-
-fn number<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T> {
-    match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .parse()
-            .map_err(|_| anyhow::anyhow!("{name} must be a number, got {v:?}")),
-        Err(_) => Ok(default),
-    }
+/// The router's settings, from flags or the environment (`router --help`
+/// lists each with its variable and default). [`Config::from_settings`]
+/// turns them into a [`Config`].
+#[derive(Debug, Clone, clap::Parser)]
+#[command(
+    name = "router",
+    version,
+    about = "The stateless edge of the cluster: rate shield, key verification, per-key budget, placement and forwarding to shard nodes."
+)]
+pub struct Settings {
+    /// Listen address (host:port).
+    #[arg(long, env = "ROUTER_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// The control plane's internal API.
+    #[arg(
+        long,
+        env = "CONTROL_PLANE_URL",
+        default_value = "http://127.0.0.1:8090"
+    )]
+    pub control_plane_url: String,
+    /// The router tier's control-plane token (never the admin's).
+    #[arg(long, env = "CONTROL_PLANE_ROUTER_TOKEN", hide_env_values = true)]
+    pub control_plane_token: Secret,
+    /// The only credential `GET /metrics` on the public port takes; unset:
+    /// no page. Must differ from CONTROL_PLANE_ROUTER_TOKEN.
+    #[arg(long, env = "METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<Secret>,
+    /// Redis: rate limits, key and access versions, invalidations.
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    pub redis_url: String,
+    /// HMAC key of the principals signed for shard nodes.
+    #[arg(long, env = "CLUSTER_SECRET", hide_env_values = true)]
+    pub cluster_secret: Secret,
+    /// Per-key budget per minute.
+    #[arg(long, env = "ROUTER_KEY_LIMIT_PER_MIN", default_value = "600", value_parser = parse::number::<u64>)]
+    pub key_limit_per_min: u64,
+    /// Per-address shield per minute, bearer present.
+    #[arg(long, env = "ROUTER_ADDRESS_LIMIT_PER_MIN", default_value = "3000", value_parser = parse::number::<u64>)]
+    pub address_limit_per_min: u64,
+    /// Per-address shield per minute, no bearer.
+    #[arg(long, env = "ROUTER_ANON_LIMIT_PER_MIN", default_value = "60", value_parser = parse::number::<u64>)]
+    pub anon_limit_per_min: u64,
+    /// Per-address shield per minute of the public file links (`GET`/`HEAD
+    /// /api/files/...`, no key), a counter of its own.
+    #[arg(long, env = "ROUTER_FILES_LIMIT_PER_MIN", default_value = "3000", value_parser = parse::number::<u64>)]
+    pub files_limit_per_min: u64,
+    /// Requests handled at once; beyond it 429 at once.
+    #[arg(long, env = "ROUTER_MAX_IN_FLIGHT", default_value = "4096", value_parser = parse::number::<usize>)]
+    pub max_in_flight: usize,
+    /// Idle pooled connections kept per shard.
+    #[arg(long, env = "ROUTER_POOL_IDLE_PER_SHARD", default_value = "256", value_parser = parse::number::<usize>)]
+    pub pool_idle_per_shard: usize,
+    /// How long graceful shutdown waits for in-flight requests, in seconds.
+    #[arg(long, env = "ROUTER_SHUTDOWN_GRACE_SECS", default_value = "30", value_parser = parse::number::<u64>)]
+    pub shutdown_grace_secs: u64,
+    /// argon2id verifications of first-seen keys at once (at least 1).
+    #[arg(long, env = "ROUTER_HASH_CONCURRENCY", default_value = "2", value_parser = parse::number::<usize>)]
+    pub hash_concurrency: usize,
+    /// Longest wait, in milliseconds, for an argon2id slot (and for the
+    /// key's turn) before 503 `unavailable` with `Retry-After`.
+    #[arg(long, env = "ROUTER_HASH_WAIT_MS", default_value = "5000", value_parser = parse::number::<u64>)]
+    pub hash_wait_ms: u64,
+    /// Serving threads, each with its own runtime and listener; 0: one per
+    /// CPU.
+    #[arg(long, env = "ROUTER_THREADS", default_value = "0", value_parser = parse::number::<usize>)]
+    pub threads: usize,
+    /// Client connections open at once (all cores); beyond it new
+    /// connections wait in the listen backlog.
+    #[arg(long, env = "ROUTER_MAX_CONNECTIONS", default_value = "4096", value_parser = parse::positive::<usize>)]
+    pub max_connections: usize,
+    /// Seconds a connection may take to send the whole head of its next
+    /// request (idle keep-alive time included); then closed.
+    #[arg(long, env = "ROUTER_IDLE_TIMEOUT_SECS", default_value = "30", value_parser = parse::secs)]
+    pub idle_timeout_secs: Duration,
+    /// Seconds a request body may take to arrive whole; then 408
+    /// `request_timeout` and the connection is closed (not on the streamed
+    /// routes).
+    #[arg(long, env = "ROUTER_BODY_TIMEOUT_SECS", default_value = "30", value_parser = parse::secs)]
+    pub body_timeout_secs: Duration,
+    /// On the streamed routes (uploads, imports): the longest wait, in
+    /// seconds, for the next piece of the body; then 408 `request_timeout`.
+    ///
+    /// No overall deadline: a 100 MB upload at a steady pace may take
+    /// minutes. The shard's answer is awaited ROUTER_SHARD_TIMEOUT_MS from
+    /// the end of the body.
+    #[arg(long, env = "ROUTER_STREAM_IDLE_TIMEOUT_SECS", default_value = "30", value_parser = parse::secs)]
+    pub stream_idle_timeout_secs: Duration,
+    /// Milliseconds a shard may take to answer (response head); then 504
+    /// `gateway_timeout`.
+    ///
+    /// The dropped connection makes the shard cancel its statement. Keep it
+    /// above SHARD_SCHEMA_TIMEOUT_MS and the 60 s attachment URL fetches may
+    /// take.
+    #[arg(long, env = "ROUTER_SHARD_TIMEOUT_MS", default_value = "90000", value_parser = parse::millis)]
+    pub shard_timeout_ms: Duration,
+    /// Bytes of buffered request bodies held at once (256 MiB).
+    ///
+    /// The declared length is reserved before reading, else bytes as they
+    /// arrive; a body that does not fit is 503 `unavailable` with
+    /// `Retry-After: 1` (not the streamed routes).
+    #[arg(long, env = "ROUTER_BODY_BUDGET_BYTES", default_value = "268435456", value_parser = parse::positive::<u64>)]
+    pub body_budget_bytes: u64,
 }
 
 impl Config {
+    /// From the environment alone (no command line).
     pub fn from_env() -> anyhow::Result<Self> {
+        Self::from_settings(parse::try_args_from::<Settings, _, _>(["router"])?)
+    }
+
+    /// From parsed settings; checks what one setting alone cannot.
+    pub fn from_settings(s: Settings) -> anyhow::Result<Self> {
         let config = Self {
-            listen: var_or("ROUTER_LISTEN", "127.0.0.1:8080")
-                .parse()
-                .context("ROUTER_LISTEN must be host:port")?,
-            control_plane_url: var_or("CONTROL_PLANE_URL", "http://127.0.0.1:8090"),
-            control_plane_token: Secret(required("CONTROL_PLANE_ROUTER_TOKEN")?),
-            metrics_token: std::env::var("METRICS_TOKEN")
-                .ok()
-                .filter(|v| !v.is_empty())
-                .map(Secret),
-            redis_url: var_or("REDIS_URL", "redis://127.0.0.1:6379"),
-            cluster_secret: Secret(required("CLUSTER_SECRET")?),
-            key_limit_per_min: number("ROUTER_KEY_LIMIT_PER_MIN", 600)?,
-            address_limit_per_min: number("ROUTER_ADDRESS_LIMIT_PER_MIN", 3000)?,
-            anon_limit_per_min: number("ROUTER_ANON_LIMIT_PER_MIN", 60)?,
-            files_limit_per_min: number("ROUTER_FILES_LIMIT_PER_MIN", 3000)?,
-            max_in_flight: number("ROUTER_MAX_IN_FLIGHT", 4096)?,
-            pool_max_idle_per_host: number("ROUTER_POOL_IDLE_PER_SHARD", 256)?,
-            shutdown_grace: Duration::from_secs(number("ROUTER_SHUTDOWN_GRACE_SECS", 30)?),
+            listen: s.listen,
+            control_plane_url: s.control_plane_url,
+            control_plane_token: s.control_plane_token,
+            metrics_token: s.metrics_token,
+            redis_url: s.redis_url,
+            cluster_secret: s.cluster_secret,
+            key_limit_per_min: s.key_limit_per_min,
+            address_limit_per_min: s.address_limit_per_min,
+            anon_limit_per_min: s.anon_limit_per_min,
+            files_limit_per_min: s.files_limit_per_min,
+            max_in_flight: s.max_in_flight,
+            pool_max_idle_per_host: s.pool_idle_per_shard,
+            shutdown_grace: Duration::from_secs(s.shutdown_grace_secs),
             hash_limits: HashLimits {
-                concurrency: number("ROUTER_HASH_CONCURRENCY", 2usize)?.max(1),
-                wait: Duration::from_millis(number("ROUTER_HASH_WAIT_MS", 5000)?),
+                concurrency: s.hash_concurrency.max(1),
+                wait: Duration::from_millis(s.hash_wait_ms),
             },
-            threads: match number("ROUTER_THREADS", 0usize)? {
+            threads: match s.threads {
                 0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
                 n => n,
             },
-            connections: ConnectionLimits::from_env()?,
+            connections: ConnectionLimits {
+                max_connections: s.max_connections,
+                idle_timeout: s.idle_timeout_secs,
+                body_timeout: s.body_timeout_secs,
+                stream_idle_timeout: s.stream_idle_timeout_secs,
+                shard_timeout: s.shard_timeout_ms,
+                body_budget_bytes: s.body_budget_bytes,
+            },
             metrics: None,
         };
         if let Some(m) = &config.metrics_token {
@@ -206,5 +252,44 @@ impl Config {
             );
         }
         Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_configs_defaults() {
+        let s =
+            Settings::try_parse_from(["router", "--control-plane-token=t", "--cluster-secret=s"])
+                .unwrap();
+        let c = Config::from_settings(s).unwrap();
+        assert_eq!(c.connections, ConnectionLimits::default());
+        let h = HashLimits::default();
+        assert_eq!(
+            (c.hash_limits.concurrency, c.hash_limits.wait),
+            (h.concurrency, h.wait)
+        );
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+        assert!(c.threads >= 1);
+    }
+
+    #[test]
+    fn metrics_token_must_differ() {
+        let s = Settings::try_parse_from([
+            "router",
+            "--control-plane-token=t",
+            "--metrics-token=t",
+            "--cluster-secret=s",
+        ])
+        .unwrap();
+        let e = Config::from_settings(s).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "METRICS_TOKEN and CONTROL_PLANE_ROUTER_TOKEN must differ"
+        );
     }
 }

@@ -6,7 +6,7 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 use tracing::Instrument;
 
-use cluster_protocol::metrics::METRICS_ROUTE;
+use service_kit::metrics::METRICS_ROUTE;
 
 use crate::errors::{ApiError, Body};
 use crate::forward::X_FORWARDED_FOR;

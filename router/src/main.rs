@@ -1,27 +1,6 @@
 use anyhow::Context;
 use router::Config;
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
-    }
-}
-
 /// Keeps argon2id's 19 MiB verification buffers out of glibc's arenas.
 ///
 /// glibc raises its mmap threshold after the first large block is freed, so
@@ -44,10 +23,10 @@ fn bound_malloc_retention() {
 fn bound_malloc_retention() {}
 
 fn main() -> anyhow::Result<()> {
+    let settings: router::config::Settings = service_kit::parse::args();
     bound_malloc_retention();
-    let mut config = Config::from_env()?;
-    config.metrics =
-        Some(cluster_protocol::metrics::install().context("install the metrics recorder")?);
+    let mut config = Config::from_settings(settings)?;
+    config.metrics = Some(service_kit::metrics::install().context("install the metrics recorder")?);
     // This runtime only waits for the shutdown signal (and hosts telemetry);
     // requests are served by `router::cores`, one runtime per thread.
     tokio::runtime::Builder::new_current_thread()
@@ -58,6 +37,6 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {
-    let _telemetry = cluster_protocol::telemetry::init("router");
-    router::cores::run(config, shutdown_signal()).await
+    let _telemetry = service_kit::telemetry::init("router");
+    router::cores::run(config, service_kit::shutdown::signal()).await
 }

@@ -7,7 +7,7 @@
 //! through the usual pipeline and gets the answer any unknown path gets (401
 //! without a valid API key, else 404).
 //!
-//! Series (besides the shared ones of `cluster_protocol::metrics`):
+//! Series (besides the shared ones of `service_kit::metrics`):
 //! * [`REDIS_ROUND_TRIP`]: the limiter's one Redis round trip per request.
 //! * [`CACHE_HITS`] / [`CACHE_MISSES`], by `cache` (`key`, `placement`,
 //!   `access`): a miss is a read from the control plane (or, for keys, an
@@ -18,10 +18,10 @@
 //! template of the public API it matches, from [`TEMPLATES`], with
 //! [`UNKNOWN_ROUTE`] for everything else: ids never become label values.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use cluster_protocol::metrics::{self as shared, InFlight, METRICS_ROUTE, UNKNOWN_ROUTE};
-use http::{header, HeaderMap, HeaderValue, Method, Response, StatusCode};
+use http::{header, HeaderMap, HeaderValue, Method, Response};
+use service_kit::metrics::{self as shared, METRICS_ROUTE, UNKNOWN_ROUTE};
 
 use crate::errors::{full, Body};
 use crate::routes::{classify, Route};
@@ -160,34 +160,8 @@ fn matches_template(template: &str, path: &str) -> bool {
     }
 }
 
-/// One request being measured: in flight until [`Measured::finish`] (or a
-/// drop), then counted by route and status.
-pub struct Measured {
-    method: &'static str,
-    route: &'static str,
-    started: Instant,
-    _in_flight: InFlight,
-}
-
-impl Measured {
-    pub fn start(method: &Method, route: &'static str) -> Self {
-        Self {
-            method: shared::method_label(method),
-            route,
-            started: Instant::now(),
-            _in_flight: InFlight::start(),
-        }
-    }
-
-    pub fn finish(self, status: StatusCode) {
-        shared::record_request(
-            self.method,
-            self.route,
-            status.as_u16(),
-            self.started.elapsed(),
-        );
-    }
-}
+/// One request being measured (the same for every service).
+pub use service_kit::metrics::Measured;
 
 /// Whether this request is for the page and carries the metrics token.
 pub fn is_scrape(

@@ -7,7 +7,7 @@
 //!   router opens its request span at once and injects `traceparent` from
 //!   that span's OpenTelemetry context (`router::trace`), exactly as in
 //!   production; nothing is sent to that address, since
-//!   `cluster_protocol::telemetry::init` is not called here.
+//!   `service_kit::telemetry::init` is not called here.
 //! * The test installs what `telemetry::init` would: the W3C propagator
 //!   and a `tracing-opentelemetry` layer, whose tracer provider exports
 //!   every finished span to [`Collected`], an in-memory exporter (the

@@ -1,9 +1,7 @@
-//! The shard node's settings, from the environment (docs/CONVENTIONS.md).
+//! The shard node's configuration ([`Config`]) and fixed limits; the
+//! settings it is made from, flags and environment, are `crate::settings`.
 
-use std::fmt;
 use std::net::SocketAddr;
-
-use anyhow::Context;
 
 /// Largest request body the node reads; larger bodies are a 400 naming it.
 pub const BODY_LIMIT_BYTES: usize = 10 * 1024 * 1024;
@@ -62,24 +60,8 @@ pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 /// How long `GET /internal/health` waits for PostgreSQL.
 pub const HEALTH_TIMEOUT_MS: u64 = 2_000;
 
-/// A value that must never be printed (cluster secret, tokens).
-#[derive(Clone)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
+/// A value that never prints (`Secret(***)`).
+pub use service_kit::Secret;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -120,7 +102,7 @@ pub struct Config {
     /// Renders `GET /metrics` (with `metrics_token`). Not from the
     /// environment: `main` installs the process's recorder and puts its
     /// handle here; `None` (library use) serves no page.
-    pub metrics: Option<cluster_protocol::metrics::PrometheusHandle>,
+    pub metrics: Option<service_kit::metrics::PrometheusHandle>,
 }
 
 /// Part C's delivery timings and the knobs of ARCHITECTURE.md's operator
@@ -179,80 +161,8 @@ impl Default for WebhookSettings {
     }
 }
 
-impl WebhookSettings {
-    fn from_env() -> anyhow::Result<Self> {
-        let d = Self::default();
-        let one = |name: &str, default| match optional(name) {
-            Some(v) => duration(&v).with_context(|| format!("{name}: {v:?}")),
-            None => Ok(default),
-        };
-        Ok(Self {
-            retry_delays: match optional("WEBHOOK_RETRY_DELAYS") {
-                Some(v) => durations(&v).with_context(|| format!("WEBHOOK_RETRY_DELAYS: {v:?}"))?,
-                None => d.retry_delays,
-            },
-            timeout: one("WEBHOOK_TIMEOUT", d.timeout)?,
-            match_clock_interval: one("MATCH_CLOCK_INTERVAL", d.match_clock_interval)?,
-            egress_allow_cidrs: optional("EGRESS_ALLOW_CIDRS")
-                .map(|v| {
-                    v.split(',')
-                        .map(|c| c.trim().to_owned())
-                        .filter(|c| !c.is_empty())
-                        .collect()
-                })
-                .unwrap_or_default(),
-            concurrency: match optional("WEBHOOK_CONCURRENCY") {
-                Some(v) => positive("WEBHOOK_CONCURRENCY", &v)?,
-                None => d.concurrency,
-            },
-            concurrency_per_webhook: match optional("WEBHOOK_CONCURRENCY_PER_WEBHOOK") {
-                Some(v) => positive("WEBHOOK_CONCURRENCY_PER_WEBHOOK", &v)?,
-                None => d.concurrency_per_webhook,
-            },
-            concurrency_per_database: count(
-                "WEBHOOK_CONCURRENCY_PER_DATABASE",
-                d.concurrency_per_database,
-            )?,
-            attempts_per_database_per_minute: count(
-                "WEBHOOK_ATTEMPTS_PER_DATABASE_PER_MINUTE",
-                d.attempts_per_database_per_minute,
-            )?,
-            match_clock_batch: count("MATCH_CLOCK_BATCH", d.match_clock_batch)?,
-            match_clock_rows_per_pass: count(
-                "MATCH_CLOCK_ROWS_PER_PASS",
-                d.match_clock_rows_per_pass,
-            )?,
-        })
-    }
-}
-
-/// One duration: a whole number with a unit, `ms`, `s`, `m` or `h`
-/// (`250ms`, `10s`, `5m`); a bare number is seconds.
-pub fn duration(text: &str) -> anyhow::Result<std::time::Duration> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, unit) = t.split_at(split);
-    let n: u64 = digits
-        .parse()
-        .with_context(|| format!("{t:?} is not a duration like 10s"))?;
-    let ms = match unit {
-        "ms" => n,
-        "" | "s" => n * 1000,
-        "m" => n * 60_000,
-        "h" => n * 3_600_000,
-        other => anyhow::bail!("unknown unit {other:?} in {t:?} (ms, s, m, h)"),
-    };
-    Ok(std::time::Duration::from_millis(ms))
-}
-
-/// A comma list of [`duration`]s (`10s,60s,300s`); empty means none.
-pub fn durations(text: &str) -> anyhow::Result<Vec<std::time::Duration>> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(duration)
-        .collect()
-}
+/// The duration syntax of the settings (`250ms`, `10s`, `5m`; `10s,60s`).
+pub use service_kit::parse::{duration, durations};
 
 /// Time limits of the node's PostgreSQL sessions, each set once per session
 /// in its startup options (no statement per request), how long a request
@@ -260,7 +170,7 @@ pub fn durations(text: &str) -> anyhow::Result<Vec<std::time::Duration>> {
 /// (and one owner's) may hold at once, and how many exports (each holding
 /// one for its whole stream) run at once and how long each waits for its
 /// client. See `state::Db` for where each one applies and
-/// docs/CONVENTIONS.md for the variables.
+/// `shard-node --help` for the variables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DbLimits {
     /// `SHARD_STATEMENT_TIMEOUT_MS`: every statement a request runs (reads
@@ -317,29 +227,6 @@ impl Default for DbLimits {
 }
 
 impl DbLimits {
-    fn from_env() -> anyhow::Result<Self> {
-        let d = Self::default();
-        Ok(Self {
-            statement: millis("SHARD_STATEMENT_TIMEOUT_MS", d.statement)?,
-            schema: millis("SHARD_SCHEMA_TIMEOUT_MS", d.schema)?,
-            maintenance: millis("SHARD_MAINTENANCE_TIMEOUT_MS", d.maintenance)?,
-            pool_wait: millis("SHARD_POOL_WAIT_MS", d.pool_wait)?,
-            sessions_per_database: match optional("SHARD_SESSIONS_PER_DATABASE") {
-                Some(v) => Some(positive("SHARD_SESSIONS_PER_DATABASE", &v)?),
-                None => d.sessions_per_database,
-            },
-            sessions_per_owner: match optional("SHARD_SESSIONS_PER_OWNER") {
-                Some(v) => Some(positive("SHARD_SESSIONS_PER_OWNER", &v)?),
-                None => d.sessions_per_owner,
-            },
-            export_send_timeout: millis("SHARD_EXPORT_SEND_TIMEOUT_MS", d.export_send_timeout)?,
-            max_exports: match optional("SHARD_MAX_EXPORTS") {
-                Some(v) => Some(positive("SHARD_MAX_EXPORTS", &v)?),
-                None => d.max_exports,
-            },
-        })
-    }
-
     /// The cap on one database's sessions in a pool of `pool_size`.
     pub fn sessions_per_database(&self, pool_size: usize) -> usize {
         self.sessions_per_database
@@ -359,23 +246,6 @@ impl DbLimits {
         self.sessions_per_owner
             .unwrap_or_else(|| sessions_per_owner_for(pool_size))
             .max(1)
-    }
-}
-
-fn positive(name: &str, value: &str) -> anyhow::Result<usize> {
-    value
-        .trim()
-        .parse()
-        .ok()
-        .filter(|&n: &usize| n > 0)
-        .with_context(|| format!("{name} must be a positive integer"))
-}
-
-/// A [`positive`] count from `name`, or `default` when unset.
-fn count(name: &str, default: usize) -> anyhow::Result<usize> {
-    match optional(name) {
-        Some(v) => positive(name, &v),
-        None => Ok(default),
     }
 }
 
@@ -400,75 +270,6 @@ impl Default for TrashSettings {
             interval: TRASH_PURGE_INTERVAL,
             retention: TRASH_RETENTION,
         }
-    }
-}
-
-fn secs(name: &str, default: std::time::Duration) -> anyhow::Result<std::time::Duration> {
-    match optional(name) {
-        Some(v) => {
-            let n: u64 = v
-                .parse()
-                .with_context(|| format!("{name} must be a whole number of seconds"))?;
-            anyhow::ensure!(n > 0, "{name} must be positive");
-            Ok(std::time::Duration::from_secs(n))
-        }
-        None => Ok(default),
-    }
-}
-
-fn millis(name: &str, default: std::time::Duration) -> anyhow::Result<std::time::Duration> {
-    match optional(name) {
-        Some(v) => {
-            let n: u64 = v
-                .trim()
-                .parse()
-                .with_context(|| format!("{name} must be a whole number of milliseconds"))?;
-            anyhow::ensure!(n > 0, "{name} must be positive");
-            Ok(std::time::Duration::from_millis(n))
-        }
-        None => Ok(default),
-    }
-}
-
-fn required(name: &str) -> anyhow::Result<String> {
-    let value = std::env::var(name).with_context(|| format!("{name} is required"))?;
-    anyhow::ensure!(!value.trim().is_empty(), "{name} is empty");
-    Ok(value)
-}
-
-fn optional(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
-impl Config {
-    pub fn from_env() -> anyhow::Result<Self> {
-        let listen = optional("SHARD_LISTEN").unwrap_or_else(|| "127.0.0.1:8091".into());
-        let pool_size = match optional("SHARD_POOL_SIZE") {
-            Some(v) => positive("SHARD_POOL_SIZE", &v)?,
-            None => default_pool_size(),
-        };
-        Ok(Self {
-            shard_name: required("SHARD_NAME")?,
-            listen: listen
-                .parse()
-                .with_context(|| format!("SHARD_LISTEN {listen:?} is not an address"))?,
-            database_url: Secret::new(required("SHARD_DATABASE_URL")?),
-            cluster_secret: Secret::new(required("CLUSTER_SECRET")?),
-            control_plane_url: optional("CONTROL_PLANE_URL"),
-            control_plane_token: optional("CONTROL_PLANE_SHARD_TOKEN").map(Secret::new),
-            metrics_token: optional("METRICS_TOKEN").map(Secret::new),
-            pool_size,
-            trash: TrashSettings {
-                interval: secs("SHARD_TRASH_PURGE_INTERVAL_SECS", TRASH_PURGE_INTERVAL)?,
-                retention: secs("SHARD_TRASH_RETENTION_SECS", TRASH_RETENTION)?,
-            },
-            db_limits: DbLimits::from_env()?,
-            webhooks: WebhookSettings::from_env()?,
-            blobs: blobstore::Settings::from_env()?,
-            attachments: crate::attachments::settings::AttachmentSettings::from_env()?,
-            public_url: optional("PUBLIC_URL").unwrap_or_else(|| DEFAULT_PUBLIC_URL.into()),
-            metrics: None,
-        })
     }
 }
 

@@ -16,6 +16,8 @@
 //! * [`export`]: the database as a streamed zip (part B, Export).
 //! * [`error`]: the one error type and its HTTP mapping.
 //! * [`metrics`]: the Prometheus series and `GET /metrics`.
+//! * [`settings`]: every setting (flags, environment, `--help`), which
+//!   make the [`config::Config`].
 //! * [`state`]: the pool and its time limits; [`fair_share`]: each
 //!   database's and each owner's share of the pool ([`owners`]: each
 //!   database's owner, read once); [`cancel`]: what an abandoned request
@@ -40,6 +42,7 @@ pub mod metrics;
 pub mod owners;
 pub mod records;
 pub mod schema;
+pub mod settings;
 pub mod shares;
 pub mod state;
 pub mod tables;
@@ -59,7 +62,7 @@ use crate::state::{AppState, Db, DbOp};
 /// Connects, migrates the catalog, and serves on `listener` until SIGTERM
 /// or SIGINT, draining in-flight requests.
 pub async fn run(config: Config, listener: TcpListener) -> anyhow::Result<()> {
-    run_until(config, listener, cluster_protocol::shutdown::signal()).await
+    run_until(config, listener, service_kit::shutdown::signal()).await
 }
 
 /// As [`run`], stopping gracefully when `shutdown` completes.
@@ -91,10 +94,7 @@ pub async fn run_until(
         addr = %listener.local_addr().context("listener address")?,
         "shard node listening"
     );
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .context("serve")?;
+    service_kit::serve::until(listener, app, shutdown).await?;
     tracing::info!("shard node stopped");
     Ok(())
 }

@@ -8,12 +8,21 @@ use shard_node::config::Config;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let _telemetry = cluster_protocol::telemetry::init("shard-node");
-    let mut config = Config::from_env()?;
-    config.metrics =
-        Some(cluster_protocol::metrics::install().context("install the metrics recorder")?);
+fn main() -> anyhow::Result<()> {
+    // Parsed before the runtime starts: `--help` and `--version` print and
+    // exit without starting anything.
+    let settings: shard_node::settings::Settings = service_kit::parse::args();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("start the tokio runtime")?
+        .block_on(serve(settings))
+}
+
+async fn serve(settings: shard_node::settings::Settings) -> anyhow::Result<()> {
+    let _telemetry = service_kit::telemetry::init("shard-node");
+    let mut config = Config::from_settings(settings)?;
+    config.metrics = Some(service_kit::metrics::install().context("install the metrics recorder")?);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("bind {}", config.listen))?;

@@ -5,7 +5,7 @@
 //! answer is the 401 envelope of any unsigned request; a node started
 //! without `METRICS_TOKEN` (or without a recorder) does not serve it (404).
 //!
-//! Series (besides the shared ones of `cluster_protocol::metrics`, whose
+//! Series (besides the shared ones of `service_kit::metrics`, whose
 //! `route` is axum's matched route, `unknown` when none matched):
 //! * `tabula_db_pool_connections{pool="requests|maintenance|deliverer"}`
 //!   and `tabula_db_pool_wait_seconds{pool}`: the three pools of
@@ -15,13 +15,12 @@
 //!   the page is rendered.
 //! * [`WEBHOOK_ATTEMPTS`]: the deliverer's attempts by outcome.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use cluster_protocol::metrics::{self as shared, InFlight, PrometheusHandle, UNKNOWN_ROUTE};
+use service_kit::metrics::{self as shared, PrometheusHandle};
 
 use crate::catalog::deliveries::After;
 use crate::config::Secret;
@@ -118,27 +117,8 @@ async fn refresh_gauges(state: &AppState) {
 }
 
 /// Counts every request by method, matched route and status, its latency,
-/// and the requests in flight. Layered on the whole router, so it sees the
-/// route axum matched.
-pub async fn measure(request: Request, next: Next) -> Response {
-    let method = shared::method_label(request.method());
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or(UNKNOWN_ROUTE, |m| m.as_str())
-        .to_string();
-    let started = Instant::now();
-    let in_flight = InFlight::start();
-    let response = next.run(request).await;
-    drop(in_flight);
-    shared::record_request(
-        method,
-        &route,
-        response.status().as_u16(),
-        started.elapsed(),
-    );
-    response
-}
+/// and the requests in flight (layered on the whole router).
+pub use service_kit::metrics::measure;
 
 /// Records one database operation of [`crate::state::Db::measured`].
 pub fn db_operation(op: DbOp, ok: bool, elapsed: Duration) {

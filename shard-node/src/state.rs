@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use cluster_protocol::metrics as pool_metrics;
 use deadpool_postgres::{
     Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime, Timeouts, Transaction,
 };
+use service_kit::metrics as pool_metrics;
 use tokio_postgres::NoTls;
 
 use crate::catalog::placements::{self, Need};

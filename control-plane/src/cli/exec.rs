@@ -71,7 +71,7 @@ fn client() -> anyhow::Result<ControlPlaneClient> {
 
 async fn run(command: Command) -> anyhow::Result<Output> {
     match command {
-        Command::Serve => anyhow::bail!("serve is not an operator command"),
+        Command::Serve(_) => anyhow::bail!("serve is not an operator command"),
         Command::Move(args) => moves::move_database(&client()?, args).await,
         Command::Moves(cmd) => moves::moves(&client()?, cmd).await,
         Command::Rebalance { dry_run, wait } => moves::rebalance(&client()?, dry_run, wait).await,

@@ -16,6 +16,7 @@ use cluster_protocol::control::{Access, DatabaseScope};
 #[derive(Debug, Parser)]
 #[command(
     name = "control-plane",
+    version,
     about = "The cluster's control plane: server and operator CLI."
 )]
 pub struct Cli {
@@ -28,8 +29,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the control-plane server (configured from the environment).
-    Serve,
+    /// Run the control-plane server (configured from flags or the
+    /// environment).
+    Serve(Box<crate::config::Settings>),
     /// Manage users.
     #[command(subcommand)]
     Users(UsersCmd),

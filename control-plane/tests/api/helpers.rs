@@ -77,7 +77,7 @@ pub async fn spawn_app_with_redis(redis_url: String) -> App {
         reaper_interval: Duration::from_secs(3600),
         moves: control_plane::config::MoveConfig::default(),
         // One recorder for the whole test process: every server shares it.
-        metrics: Some(cluster_protocol::metrics::install_once()),
+        metrics: Some(service_kit::metrics::install_once()),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());

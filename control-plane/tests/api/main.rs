@@ -10,6 +10,7 @@ mod allocation;
 mod basics;
 mod cli;
 mod fail_closed;
+mod help;
 mod helpers;
 mod keys;
 mod members;

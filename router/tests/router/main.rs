@@ -345,7 +345,7 @@ async fn env_with_config(
         threads: 1,
         connections: Default::default(),
         // One recorder for the whole test process: every router shares it.
-        metrics: Some(cluster_protocol::metrics::install_once()),
+        metrics: Some(service_kit::metrics::install_once()),
     };
     tweak(&mut config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -442,6 +442,7 @@ fn header(r: &reqwest::Response, name: &str) -> Option<String> {
 }
 
 mod gate;
+mod help;
 mod keys;
 mod liveness;
 mod members;

@@ -1,8 +1,6 @@
-//! The attachment settings a node reads from its environment (the fixed
+//! The attachment settings a node is given (`crate::settings`) (the fixed
 //! limits of part C are in [`super::limits`]): the storage quota per
 //! database, and the node-wide memory budgets of thumbnail making.
-
-use anyhow::Context;
 
 use super::limits::MAX_DATABASE_BYTES;
 
@@ -35,18 +33,6 @@ impl Default for AttachmentSettings {
     }
 }
 
-impl AttachmentSettings {
-    pub fn from_env() -> anyhow::Result<Self> {
-        let d = Self::default();
-        Ok(Self {
-            database_quota_bytes: bytes("ATTACHMENT_QUOTA_BYTES", d.database_quota_bytes as u64)?
-                .min(i64::MAX as u64) as i64,
-            thumbnail_queue_bytes: bytes("THUMBNAIL_QUEUE_BYTES", d.thumbnail_queue_bytes)?,
-            thumbnail_decode_bytes: bytes("THUMBNAIL_DECODE_BYTES", d.thumbnail_decode_bytes)?,
-        })
-    }
-}
-
 /// A quota as messages name it: whole GB (GiB) when it is, else bytes.
 pub fn quota_text(bytes: i64) -> String {
     const GIB: i64 = 1024 * 1024 * 1024;
@@ -55,19 +41,6 @@ pub fn quota_text(bytes: i64) -> String {
     } else {
         format!("{bytes} bytes")
     }
-}
-
-/// A positive whole number of bytes from `name`, else `default`.
-fn bytes(name: &str, default: u64) -> anyhow::Result<u64> {
-    let Some(v) = std::env::var(name).ok().filter(|v| !v.trim().is_empty()) else {
-        return Ok(default);
-    };
-    let n: u64 = v
-        .trim()
-        .parse()
-        .with_context(|| format!("{name} must be a whole number of bytes, not {v:?}"))?;
-    anyhow::ensure!(n > 0, "{name} must be positive");
-    Ok(n)
 }
 
 #[cfg(test)]

@@ -19,7 +19,6 @@ use std::time::{Duration, SystemTime};
 
 use blobstore::BlobStore;
 use tokio::sync::Notify;
-use tokio_postgres::AsyncMessage;
 
 use super::limits::UNPLACED_TTL;
 use crate::catalog::attachments as registry;
@@ -199,39 +198,15 @@ async fn run(db: Db, blobs: BlobStore, wake: Arc<Notify>) {
 /// Keeps a `LISTEN blob_garbage` session open, waking the sweeper on every
 /// notification (and once after each reconnect). Reopens it when it drops.
 async fn listen(db: Db, wake: Arc<Notify>) {
-    loop {
-        match listen_once(&db, &wake).await {
-            Ok(()) => tracing::warn!("blob sweeper: LISTEN session closed; reopening"),
-            Err(e) => tracing::warn!(error = %e, "blob sweeper: LISTEN session failed"),
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-}
-
-async fn listen_once(db: &Db, wake: &Arc<Notify>) -> Result<(), tokio_postgres::Error> {
-    let (client, mut connection) = db.dedicated_session().await?;
-    let notify = wake.clone();
-    let driver = tokio::spawn(async move {
-        loop {
-            match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
-                Some(Ok(AsyncMessage::Notification(_))) => notify.notify_one(),
-                Some(Ok(_)) => {}
-                Some(Err(e)) => return Err(e),
-                None => return Ok(()),
-            }
-        }
-    });
-    if let Err(e) = client.batch_execute(&format!("LISTEN {CHANNEL}")).await {
-        driver.abort();
-        return Err(e);
-    }
-    wake.notify_one();
-    let ended = driver.await;
-    drop(client);
-    match ended {
-        Ok(result) => result,
-        Err(_) => Ok(()),
-    }
+    let connect = || db.dedicated_session();
+    service_kit::listen::keep_listening(
+        "blob sweeper",
+        CHANNEL,
+        connect,
+        wake,
+        Duration::from_secs(1),
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -110,7 +110,7 @@ pub fn is_share_read(path: &str) -> bool {
 /// credential, checked by `crate::metrics`).
 fn is_guarded(path: &str) -> bool {
     path != "/internal/health"
-        && path != cluster_protocol::metrics::METRICS_ROUTE
+        && path != service_kit::metrics::METRICS_ROUTE
         && !path.starts_with(crate::attachments::links::FILES_PATH)
 }
 

@@ -31,7 +31,6 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use tokio::sync::Notify;
 use tokio::task::{Id, JoinSet};
-use tokio_postgres::AsyncMessage;
 
 use super::fairness::DatabaseShares;
 use super::send::{self, Request};
@@ -411,42 +410,15 @@ fn without_nul(text: String) -> String {
 /// on every notification (and once after each reconnect, for what it
 /// missed). Reopens the session when it drops.
 async fn listen(db: Db, wake: Arc<Notify>) {
-    loop {
-        match listen_once(&db, &wake).await {
-            Ok(()) => tracing::warn!("webhook deliverer: LISTEN session closed; reopening"),
-            Err(e) => tracing::warn!(error = %e, "webhook deliverer: LISTEN session failed"),
-        }
-        tokio::time::sleep(BACKOFF).await;
-    }
-}
-
-async fn listen_once(db: &Db, wake: &Arc<Notify>) -> Result<(), tokio_postgres::Error> {
-    let (client, mut connection) = db.dedicated_session().await?;
-    let notify = wake.clone();
-    let driver = tokio::spawn(async move {
-        loop {
-            match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
-                Some(Ok(AsyncMessage::Notification(_))) => notify.notify_one(),
-                Some(Ok(_)) => {}
-                Some(Err(e)) => return Err(e),
-                None => return Ok(()),
-            }
-        }
-    });
-    let listening = client
-        .batch_execute(&format!("LISTEN {}", deliveries::CHANNEL))
-        .await;
-    if let Err(e) = listening {
-        driver.abort();
-        return Err(e);
-    }
-    wake.notify_one();
-    let ended = driver.await;
-    drop(client);
-    match ended {
-        Ok(result) => result,
-        Err(_) => Ok(()),
-    }
+    let connect = || db.dedicated_session();
+    service_kit::listen::keep_listening(
+        "webhook deliverer",
+        deliveries::CHANNEL,
+        connect,
+        wake,
+        BACKOFF,
+    )
+    .await
 }
 
 /// One pruning pass (part C: finished deliveries older than 30 days go,

@@ -302,7 +302,7 @@ fn node_config(
         attachments,
         public_url: shard_node::config::DEFAULT_PUBLIC_URL.into(),
         // One recorder for the whole test process: every node shares it.
-        metrics: Some(cluster_protocol::metrics::install_once()),
+        metrics: Some(service_kit::metrics::install_once()),
     }
 }
 

@@ -11,6 +11,7 @@ mod deliveries;
 mod export;
 mod export_limits;
 mod fields;
+mod help;
 mod helpers;
 mod kept_plans;
 mod metrics;

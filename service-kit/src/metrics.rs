@@ -1,8 +1,9 @@
 //! Prometheus metrics, the part the three services share: the recorder,
 //! the names of the series every service has (HTTP requests by route
 //! template, latency, requests in flight, pool usage and waits), and the
-//! admin-token check that keeps `/metrics` private. Each service's own
-//! `metrics` module adds its series and serves the page.
+//! admin-token check that keeps `/metrics` private, and the measuring of
+//! every request ([`Measured`], and [`measure`] for the axum services).
+//! Each service's own `metrics` module adds its series and serves the page.
 //!
 //! The `metrics` facade records into one process-wide recorder. A binary
 //! installs it once in `main` ([`install`]) and hands the returned handle to
@@ -11,8 +12,13 @@
 //! to the facade's no-op recorder. Test harnesses that start many servers
 //! in one process call [`install_once`], which installs on first use only.
 
+use std::borrow::Cow;
 use std::sync::{Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use axum::extract::{MatchedPath, Request};
+use axum::middleware::Next;
+use axum::response::Response;
 
 use http::{HeaderMap, Method};
 pub use metrics_exporter_prometheus::PrometheusHandle;
@@ -159,6 +165,54 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         metrics::gauge!(HTTP_IN_FLIGHT).decrement(1.0);
     }
+}
+
+/// One request being measured: in flight until [`Measured::finish`] (or a
+/// drop, which counts it out of flight but not as answered), then counted
+/// by method, route and status with its latency.
+pub struct Measured {
+    method: &'static str,
+    route: Cow<'static, str>,
+    started: Instant,
+    _in_flight: InFlight,
+}
+
+impl Measured {
+    /// Starts measuring a request for `route` (a template, never a raw path).
+    pub fn start(method: &Method, route: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            method: method_label(method),
+            route: route.into(),
+            started: Instant::now(),
+            _in_flight: InFlight::start(),
+        }
+    }
+
+    /// Counts the request as answered with `status`.
+    pub fn finish(self, status: http::StatusCode) {
+        record_request(
+            self.method,
+            &self.route,
+            status.as_u16(),
+            self.started.elapsed(),
+        );
+    }
+}
+
+/// Axum middleware: counts every request by method, matched route
+/// ([`UNKNOWN_ROUTE`] when none matched) and status, its latency, and the
+/// requests in flight. Layer it on the whole router, so it sees the route
+/// axum matched.
+pub async fn measure(request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or(UNKNOWN_ROUTE, |m| m.as_str())
+        .to_string();
+    let measured = Measured::start(request.method(), route);
+    let response = next.run(request).await;
+    measured.finish(response.status());
+    response
 }
 
 /// Sets the [`POOL_CONNECTIONS`] gauges of `pool` from deadpool's status

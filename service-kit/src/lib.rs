@@ -1,0 +1,23 @@
+//! Plumbing the three services share, kept out of the wire contract
+//! (`cluster-protocol`): each piece exists once, here.
+//!
+//! * [`telemetry`]: tracing set-up (`RUST_LOG`, OTLP export).
+//! * [`shutdown`]: the SIGINT/SIGTERM future the binaries drain on.
+//! * [`serve`]: an axum app on a listener until shutdown.
+//! * [`metrics`]: the Prometheus recorder, the series every service has and
+//!   the request-metrics middleware.
+//! * [`secret`]: a setting that never prints.
+//! * [`parse`]: value parsers of settings (durations, counts, sizes).
+//! * [`listen`]: a PostgreSQL `LISTEN` session that wakes a worker.
+//! * [`migrations`]: numbered catalog migrations, one transaction each.
+
+pub mod listen;
+pub mod metrics;
+pub mod migrations;
+pub mod parse;
+pub mod secret;
+pub mod serve;
+pub mod shutdown;
+pub mod telemetry;
+
+pub use secret::Secret;
