@@ -136,13 +136,25 @@ pub struct Settings {
     #[arg(long, env = "CONTROL_PLANE_DATABASE_URL", hide_env_values = true)]
     pub database_url: Secret,
     /// The operator's admin token: every route.
-    #[arg(long, env = "CONTROL_PLANE_TOKEN", hide_env_values = true)]
+    #[arg(
+        long = "control-plane-token",
+        env = "CONTROL_PLANE_TOKEN",
+        hide_env_values = true
+    )]
     pub token: Secret,
     /// Routers' token: the routes routers call.
-    #[arg(long, env = "CONTROL_PLANE_ROUTER_TOKEN", hide_env_values = true)]
+    #[arg(
+        long = "control-plane-router-token",
+        env = "CONTROL_PLANE_ROUTER_TOKEN",
+        hide_env_values = true
+    )]
     pub router_token: Secret,
     /// Shard nodes' token: placement reads.
-    #[arg(long, env = "CONTROL_PLANE_SHARD_TOKEN", hide_env_values = true)]
+    #[arg(
+        long = "control-plane-shard-token",
+        env = "CONTROL_PLANE_SHARD_TOKEN",
+        hide_env_values = true
+    )]
     pub shard_token: Option<Secret>,
     /// `GET /metrics` only. All four tokens must differ.
     #[arg(long, env = "METRICS_TOKEN", hide_env_values = true)]

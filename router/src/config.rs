@@ -122,7 +122,11 @@ pub struct Settings {
     )]
     pub control_plane_url: String,
     /// The router tier's control-plane token (never the admin's).
-    #[arg(long, env = "CONTROL_PLANE_ROUTER_TOKEN", hide_env_values = true)]
+    #[arg(
+        long = "control-plane-router-token",
+        env = "CONTROL_PLANE_ROUTER_TOKEN",
+        hide_env_values = true
+    )]
     pub control_plane_token: Secret,
     /// The only credential `GET /metrics` on the public port takes; unset:
     /// no page. Must differ from CONTROL_PLANE_ROUTER_TOKEN.

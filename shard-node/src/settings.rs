@@ -34,7 +34,11 @@ pub struct Settings {
     #[arg(long, env = "CONTROL_PLANE_URL")]
     pub control_plane_url: Option<String>,
     /// The shard tier's control-plane token (placement reads only).
-    #[arg(long, env = "CONTROL_PLANE_SHARD_TOKEN", hide_env_values = true)]
+    #[arg(
+        long = "control-plane-shard-token",
+        env = "CONTROL_PLANE_SHARD_TOKEN",
+        hide_env_values = true
+    )]
     pub control_plane_token: Option<Secret>,
     /// The only credential `GET /metrics` takes; unset: no page (404).
     #[arg(long, env = "METRICS_TOKEN", hide_env_values = true)]
