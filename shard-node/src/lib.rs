@@ -16,7 +16,8 @@
 //! * [`export`]: the database as a streamed zip (part B, Export).
 //! * [`error`]: the one error type and its HTTP mapping.
 //! * [`metrics`]: the Prometheus series and `GET /metrics`.
-//! * [`state`]: the pool and its time limits; [`fair_share`]: each
+//! * [`db`]: the pool, its time limits and the transaction runners;
+//!   [`state`]: what every handler is handed; [`fair_share`]: each
 //!   database's and each owner's share of the pool ([`owners`]: each
 //!   database's owner, read once); [`cancel`]: what an abandoned request
 //!   does to the statements it left running.
@@ -28,6 +29,7 @@ pub mod catalog;
 pub mod comments;
 pub mod config;
 pub mod databases;
+pub mod db;
 pub mod egress;
 pub mod error;
 pub mod export;
@@ -54,7 +56,8 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 
 use crate::config::Config;
-use crate::state::{AppState, Db, DbOp};
+use crate::db::{Db, DbOp};
+use crate::state::AppState;
 
 /// Connects, migrates the catalog, and serves on `listener` until SIGTERM
 /// or SIGINT, draining in-flight requests.

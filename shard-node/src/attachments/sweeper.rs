@@ -24,7 +24,7 @@ use tokio_postgres::AsyncMessage;
 use super::limits::UNPLACED_TTL;
 use crate::catalog::attachments as registry;
 use crate::error::ApiResult;
-use crate::state::{Db, DbOp};
+use crate::db::{Db, DbOp};
 
 /// The channel the trigger notifies.
 pub const CHANNEL: &str = "blob_garbage";

@@ -30,7 +30,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::records::store;
 use crate::records::table::RecordTable;
 use crate::schema::{DatabaseSchema, StorageKind};
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 
 /// Longest `field_id` / `record_id` part read (ids are 16 characters).
 const MAX_ID_PART_BYTES: usize = 256;

@@ -21,7 +21,8 @@ use crate::auth::Caller;
 use crate::catalog;
 use crate::error::{ApiError, ApiResult};
 use crate::schema::DatabaseSchema;
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 
 /// A caller cleared for some act in `database_id`, which this shard holds.
 #[derive(Debug, Clone)]

@@ -13,7 +13,8 @@ use crate::catalog::comments::{self, Comment, New};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::records::table::RecordTable;
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 
 pub async fn handler(
     Commenter(access): Commenter,

@@ -20,7 +20,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::records::bookmarks::bookmark_key;
 use crate::records::filter_error;
 use crate::records::table::RecordTable;
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 
 /// `page_size` as sent: a whole number from 1 to [`COMMENT_PAGE_SIZE_MAX`].
 pub fn page_size(raw: Option<&String>) -> ApiResult<i64> {

@@ -9,7 +9,8 @@ use super::{Commenter, AUTHOR_ONLY_EDIT};
 use crate::catalog::comments;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 
 pub async fn handler(
     Commenter(access): Commenter,

@@ -12,7 +12,8 @@ use crate::catalog::databases::{self, Database, NewDatabase};
 use crate::catalog::placements;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{required_name, JsonObject};
-use crate::state::{AppState, Db, DbOp};
+use crate::db::{Db, DbOp};
+use crate::state::AppState;
 use crate::tenant_schema;
 
 pub async fn handler(

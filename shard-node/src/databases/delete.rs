@@ -11,7 +11,8 @@ use crate::auth::{DeleteDatabase, Owner};
 use crate::catalog::databases;
 use crate::catalog::placements::{self, Need};
 use crate::error::{ApiError, ApiResult};
-use crate::state::{AppState, Db, DbOp};
+use crate::db::{Db, DbOp};
+use crate::state::AppState;
 use crate::tenant_schema;
 
 pub async fn handler(

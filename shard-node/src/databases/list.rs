@@ -10,7 +10,8 @@ use crate::auth::Caller;
 use crate::catalog::databases::{self, Database};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{json_kind, JsonObject};
-use crate::state::{AppState, Db, DbOp};
+use crate::db::{Db, DbOp};
+use crate::state::AppState;
 
 pub async fn lookup(
     _caller: Caller,

@@ -14,7 +14,8 @@ use crate::auth::Editor;
 use crate::catalog::databases::{self, Database};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
-use crate::state::{AppState, Db, DbOp};
+use crate::db::{Db, DbOp};
+use crate::state::AppState;
 
 pub async fn handler(
     Editor(access): Editor,

@@ -18,7 +18,8 @@ use crate::fields::{field_reply, filter_env, formulas, name_taken, settle_button
 use crate::http::body::JsonObject;
 use crate::schema::costume::{unknown_type_message, Requested};
 use crate::schema::{structural, Costume, Family, FieldRow, TableSchema};
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 use crate::tenant_schema;
 
 pub async fn handler(

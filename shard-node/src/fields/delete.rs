@@ -28,7 +28,8 @@ use crate::catalog::{self, tables};
 use crate::error::{ApiError, ApiResult};
 use crate::fields::formulas;
 use crate::schema::{structural, Costume, DatabaseSchema, Family};
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 use crate::tenant_schema;
 
 pub async fn handler(

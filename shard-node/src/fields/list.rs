@@ -12,7 +12,8 @@ use crate::auth::Reader;
 use crate::error::{ApiError, ApiResult};
 use crate::fields::options::select;
 use crate::schema::Family;
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 
 pub async fn handler(
     Reader(access): Reader,

@@ -15,7 +15,8 @@ use crate::fields::{field_reply, filter_env, formulas, name_taken, settle_button
 use crate::http::body::JsonObject;
 use crate::schema::costume::{unknown_type_message, Requested};
 use crate::schema::{formula_schema_of, structural, Costume, Family, FieldRow, StorageKind};
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 use crate::tenant_schema::{self, Cast};
 
 pub async fn handler(

@@ -3,6 +3,7 @@
 pub mod body;
 pub mod guard;
 pub mod health;
+pub mod metrics_page;
 pub mod trace;
 
 use axum::routing::{get, post, MethodRouter};
@@ -31,7 +32,7 @@ fn streamed(route: MethodRouter<AppState>) -> MethodRouter<AppState> {
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/internal/health", get(health::handler))
-        .route("/metrics", get(crate::metrics::handler))
+        .route("/metrics", get(metrics_page::handler))
         .route("/internal/databases/lookup", post(databases::list::lookup))
         .route("/api/databases", post(databases::create::handler))
         .route(

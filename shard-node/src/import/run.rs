@@ -36,7 +36,8 @@ use crate::records::events::{Outbox, RecordEvent, Written};
 use crate::records::{store, write};
 use crate::schema::costume::Requested;
 use crate::schema::DatabaseSchema;
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 use crate::tables;
 
 /// Rows per transaction on an existing table (part B).

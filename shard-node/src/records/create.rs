@@ -16,7 +16,8 @@ use crate::attachments::place::{self, Mode};
 use crate::auth::{Held, HeldWrite};
 use crate::error::ApiResult;
 use crate::http::body::JsonObject;
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 
 pub async fn handler(
     access: HeldWrite,

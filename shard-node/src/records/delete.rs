@@ -15,7 +15,8 @@ use crate::auth::Held;
 use crate::auth::{Access, Editor};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{parse_object, RawBody};
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 
 /// 403 message for an editor acting on someone else's record in the trash
 /// operations (part C lists no wording for it).

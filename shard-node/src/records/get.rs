@@ -15,7 +15,8 @@ use crate::attachments::shown;
 use crate::auth::{Checked, HeldRead};
 use crate::error::{ApiError, ApiResult};
 use crate::schema::DatabaseSchema;
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 
 pub async fn handler(
     read: HeldRead,

@@ -27,7 +27,8 @@ use crate::catalog::views::{self, View};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::schema::DatabaseSchema;
-use crate::state::{AppState, Db, DbOp};
+use crate::db::{Db, DbOp};
+use crate::state::AppState;
 
 pub async fn get_handler(
     read: HeldRead,

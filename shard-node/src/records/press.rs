@@ -29,7 +29,8 @@ use crate::auth::{Access, Editor};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::schema::{Family, TableSchema};
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 
 pub async fn handler(
     Editor(access): Editor,

@@ -35,7 +35,8 @@ use crate::auth::{Held, HeldWrite};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::schema::{Costume, Family, FieldRow};
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 
 pub async fn handler(
     access: HeldWrite,

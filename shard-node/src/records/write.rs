@@ -23,7 +23,8 @@ use crate::catalog::placements;
 use crate::error::{ApiError, ApiResult};
 use crate::schema::cache::SchemaCache;
 use crate::schema::{DatabaseSchema, TableSchema};
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 use crate::tenant_schema;
 
 /// Runs one record write of `rows` records, timed as `op`: opens a

@@ -12,7 +12,8 @@ use crate::auth::Editor;
 use crate::catalog::share_links::{self, token_digest, New};
 use crate::catalog::views;
 use crate::error::{ApiError, ApiResult};
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 
 pub async fn handler(
     Editor(access): Editor,

@@ -27,7 +27,8 @@ use crate::records::list::{list_held, view_columns, ListParams};
 use crate::records::page::JsonBytes;
 use crate::records::reply::Shape;
 use crate::schema::TableSchema;
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 
 /// The query parameters a shared view takes.
 pub const ALLOWED: [&str; 2] = ["page_size", "bookmark"];

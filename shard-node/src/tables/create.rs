@@ -15,7 +15,8 @@ use crate::config::MAX_TABLES_PER_DATABASE;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{required_name, JsonObject};
 use crate::schema::structural;
-use crate::state::{AppState, Db, DbOp};
+use crate::db::{Db, DbOp};
+use crate::state::AppState;
 use crate::tenant_schema;
 
 pub async fn handler(

@@ -17,7 +17,8 @@ use crate::catalog::tables;
 use crate::error::{ApiError, ApiResult};
 use crate::fields::delete::{cascade, drop_fields};
 use crate::schema::structural;
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 use crate::tenant_schema;
 
 pub async fn handler(

@@ -7,7 +7,8 @@ use serde_json::{json, Value};
 use crate::auth::Reader;
 use crate::error::{ApiError, ApiResult};
 use crate::schema::TableJson;
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 
 pub async fn handler(
     Reader(access): Reader,

@@ -13,7 +13,8 @@ use crate::catalog::tables::Table;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{required_name, JsonObject};
 use crate::schema::structural;
-use crate::state::{AppState, Db, DbOp};
+use crate::db::{Db, DbOp};
+use crate::state::AppState;
 
 pub async fn handler(
     Editor(access): Editor,

@@ -18,7 +18,8 @@ use crate::json::format_ts;
 use crate::records::reply::{self, Shape};
 use crate::records::table::RecordTable;
 use crate::records::{cells, filter_error, page_size, store};
-use crate::state::{AppState, Db, DbOp};
+use crate::db::{Db, DbOp};
+use crate::state::AppState;
 
 /// What a trash bookmark is signed under: this table's trash listing.
 fn order(table_id: &str) -> String {

@@ -17,7 +17,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::records::delete::deleted_reply;
 use crate::records::{events, store, write};
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 
 pub async fn handler(
     Editor(access): Editor,

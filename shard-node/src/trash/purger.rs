@@ -14,7 +14,7 @@ use crate::catalog::{attachments, comments, tables};
 use crate::config::TrashSettings;
 use crate::error::{ApiError, ApiResult};
 use crate::records::store;
-use crate::state::{Db, DbOp};
+use crate::db::{Db, DbOp};
 use crate::tenant_schema;
 
 /// One pass: returns how many records were removed.

@@ -12,7 +12,8 @@ use crate::http::body::JsonObject;
 use crate::records::events::{Outbox, RecordEvent, Written};
 use crate::records::reply::{self, Shape};
 use crate::records::{cells, store, write};
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 
 pub async fn handler(
     Editor(access): Editor,

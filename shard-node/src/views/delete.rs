@@ -6,7 +6,8 @@ use serde_json::{json, Value};
 
 use crate::catalog::views;
 use crate::error::{ApiError, ApiResult};
-use crate::state::{AppState, Db, DbOp};
+use crate::db::{Db, DbOp};
+use crate::state::AppState;
 use crate::views::ViewEditor;
 
 pub async fn handler(

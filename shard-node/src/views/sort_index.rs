@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::catalog::placements;
 use crate::schema::{Costume, Family};
-use crate::state::Db;
+use crate::db::Db;
 
 /// The field whose column a view config's first sort would index, if any,
 /// and whether the column is text.

@@ -49,7 +49,8 @@ use crate::records::events::guarded;
 use crate::records::store;
 use crate::records::table::RecordTable;
 use crate::schema::DatabaseSchema;
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 
 /// What one pass (or one webhook's part of it) did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -40,7 +40,7 @@ use crate::catalog::deliveries::{self, After, Attempted, ClaimLimits, Claimed};
 use crate::config::WebhookSettings;
 use crate::egress::Egress;
 use crate::error::ApiResult;
-use crate::state::{Db, DbOp};
+use crate::db::{Db, DbOp};
 
 /// Longest sleep of an idle deliverer (a missed notification costs at most
 /// this much delay).

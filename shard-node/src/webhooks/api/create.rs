@@ -19,7 +19,8 @@ use crate::catalog::{databases, webhooks};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::schema::structural;
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 use crate::webhooks::validate::{self, Changes, Config, MAX_WEBHOOKS_PER_DATABASE};
 
 pub async fn handler(

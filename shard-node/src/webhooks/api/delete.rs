@@ -11,7 +11,8 @@ use crate::auth::Editor;
 use crate::catalog::{databases, webhooks};
 use crate::error::{ApiError, ApiResult};
 use crate::schema::structural;
-use crate::state::{AppState, Db, DbOp};
+use crate::db::{Db, DbOp};
+use crate::state::AppState;
 
 pub async fn handler(
     Editor(access): Editor,

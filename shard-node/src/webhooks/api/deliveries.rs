@@ -20,7 +20,8 @@ use crate::auth::{Editor, Reader};
 use crate::catalog::deliveries::{self, Delivery, NewDelivery};
 use crate::catalog::webhooks;
 use crate::error::{ApiError, ApiResult};
-use crate::state::{AppState, Db, DbOp};
+use crate::db::{Db, DbOp};
+use crate::state::AppState;
 
 /// Part C: the log lists the 50 most recent deliveries.
 pub const LOG_LENGTH: i64 = 50;

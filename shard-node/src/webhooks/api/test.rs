@@ -27,7 +27,8 @@ use crate::catalog::{databases, webhooks};
 use crate::error::{ApiError, ApiResult};
 use crate::json::format_ts;
 use crate::schema::{Costume, FieldRow, StorageKind, TableSchema};
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 use crate::webhooks::send::{self, Outcome, Request};
 
 /// The event of a test delivery.

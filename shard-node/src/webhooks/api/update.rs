@@ -23,7 +23,8 @@ use crate::catalog::{databases, webhooks};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::schema::structural;
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
+use crate::state::AppState;
 use crate::webhooks::validate::{self, Changes, Config};
 
 pub async fn handler(

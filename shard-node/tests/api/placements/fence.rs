@@ -5,7 +5,7 @@
 use shard_node::catalog::databases;
 use shard_node::catalog::placements::{self, Need};
 use shard_node::error::ApiError;
-use shard_node::state::DbOp;
+use shard_node::db::DbOp;
 use tokio_postgres::error::SqlState;
 
 use super::*;

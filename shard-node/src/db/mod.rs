@@ -1,0 +1,10 @@
+//! The node's database access: the pool and its sessions ([`Db`]), the
+//! names every operation is timed by ([`DbOp`]), and the transaction
+//! runners ([`Db::in_transaction`] and its kin).
+
+mod op;
+mod pool;
+mod transaction;
+
+pub use op::DbOp;
+pub use pool::{Db, DELIVERER_SESSIONS, MAINTENANCE_SESSIONS, SCHEMA_LIMITS_SQL};
