@@ -31,7 +31,7 @@ use crate::json::format_ts;
 use crate::schema::FieldRow;
 use crate::webhooks::matching::{self, Cause, Scope};
 use crate::webhooks::payload::{self, ButtonPress, ButtonRef, Event, Source};
-use crate::webhooks::rules::{Rule, Trigger};
+use crate::schema::rules::{Rule, Trigger};
 
 /// Part C: a write of this many records or more enqueues no deliveries.
 pub const NO_DELIVERIES_FROM: usize = 50;
@@ -112,7 +112,7 @@ pub fn supplied_fields(ctx: &Ctx, prepared: &super::cells::write::Prepared) -> V
 /// after it ([`Outbox::written`]).
 pub struct Outbox<'c> {
     ctx: &'c Ctx,
-    rules: Vec<&'c crate::webhooks::rules::Rule>,
+    rules: Vec<&'c crate::schema::rules::Rule>,
     /// 50 records or more: the memory moves, nothing is enqueued.
     quiet: bool,
     /// The records' cells as the payload shows them (every field).

@@ -37,7 +37,7 @@ use filter_lang::Params;
 
 use super::matching::{self, Cause, Scope};
 use super::payload::{self, Event, Source};
-use super::rules::{PayloadKey, Rule, Trigger};
+use crate::schema::rules::{PayloadKey, Rule, Trigger};
 use crate::catalog::databases;
 use crate::catalog::match_sweep::{self, START};
 use crate::catalog::outbox::{self, ClockWebhook, Enqueue, Match, NewDelivery};

@@ -2,8 +2,6 @@
 //!
 //! * [`api`]: the nine routes of part B's table, one file per verb.
 //! * [`validate`]: save-time checks of a webhook body.
-//! * [`rules`]: the webhooks a record write consults, carried by the cached
-//!   schema model (a rule change bumps `schema_version`).
 //! * [`payload`]: the JSON body of each event kind.
 //! * [`matching`]: `record_matches` memory and transitions.
 //! * [`clock`]: the time-driven `record_matches` pass.
@@ -23,7 +21,6 @@ pub mod deliverer;
 pub mod fairness;
 pub mod matching;
 pub mod payload;
-pub mod rules;
 pub mod send;
 pub mod sign;
 pub mod validate;

@@ -10,7 +10,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::rules::PayloadKey;
+use crate::schema::rules::PayloadKey;
 use crate::records::reply::{self, ReadField, Shape};
 use crate::records::store::StoredRecord;
 
