@@ -28,6 +28,7 @@ use crate::auth::Access;
 use crate::catalog::placements::{self, Need};
 use crate::error::{ApiError, ApiResult};
 use crate::fields;
+use crate::import::check;
 use crate::import::columns::{self, Column, Converter, Source};
 use crate::import::plan::{Entry, Target};
 use crate::import::sheet::{self, Sheet};
@@ -83,7 +84,7 @@ pub async fn run(
         let mut sheet = sheet::open(&filename, bytes)?;
         let cols = columns::resolve(table.as_ref(), &plan, &mut sheet)?;
         let converter = Converter::new(&schema, table.as_ref(), &cols, &env);
-        let total = columns::check(&converter, &mut sheet)?;
+        let total = check::check(&converter, &mut sheet)?;
         let file = Checked {
             sheet,
             schema,
