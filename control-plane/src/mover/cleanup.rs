@@ -10,7 +10,7 @@ use cluster_protocol::control::MoveState;
 use tokio::time::Instant;
 
 use super::copy::teardown;
-use super::driver::Ctx;
+use super::context::Ctx;
 use super::shard_catalog;
 use crate::catalog::moves;
 
