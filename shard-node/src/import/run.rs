@@ -33,7 +33,7 @@ use crate::import::columns::{self, Column, Converter, Source};
 use crate::import::plan::{Entry, Target};
 use crate::import::sheet::{self, Sheet};
 use crate::records::cells::write::Prepared;
-use crate::records::events::{Outbox, RecordEvent, Written};
+use crate::webhooks::outbox::{Outbox, RecordEvent, Written};
 use crate::records::{store, write};
 use crate::schema::costume::Requested;
 use crate::schema::DatabaseSchema;

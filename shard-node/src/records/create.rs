@@ -8,7 +8,7 @@ use axum::Json;
 use cluster_protocol::ids::{self, Kind};
 use serde_json::{Map, Value};
 
-use super::events::{Outbox, RecordEvent, Written};
+use crate::webhooks::outbox::{Outbox, RecordEvent, Written};
 use super::reply::Shape;
 use super::{batch, write};
 use crate::attachments::fetch;

@@ -9,7 +9,7 @@ use axum::Json;
 use cluster_protocol::control::Role;
 use serde_json::{json, Value};
 
-use super::events::{Outbox, RecordEvent, Written};
+use crate::webhooks::outbox::{Outbox, RecordEvent, Written};
 use super::{batch, check_batch_len, check_live, record_ids, store, write};
 use crate::auth::Held;
 use crate::auth::{Access, Editor};

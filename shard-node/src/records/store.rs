@@ -581,7 +581,7 @@ pub async fn match_keys(
 /// of every condition. Without conditions the statement (its text is fixed
 /// per table and schema version) is prepared once per session; with them
 /// it is sent typed and unprepared, so the request leaves on the future's
-/// first poll (`events::guarded` pipelines it between savepoint commands).
+/// first poll (`outbox::guarded` pipelines it between savepoint commands).
 pub async fn by_ids_checked(
     c: &deadpool_postgres::Transaction<'_>,
     t: &RecordTable,

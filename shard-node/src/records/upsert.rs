@@ -25,7 +25,7 @@ use deadpool_postgres::Transaction;
 use serde_json::{json, Map, Value};
 
 use super::cells::write::{resolve, Prepared};
-use super::events::{self, Outbox, RecordEvent, Written};
+use crate::webhooks::outbox::{self, Outbox, RecordEvent, Written};
 use super::reply::{self, Shape};
 use super::write::{self, Ctx};
 use super::{batch, store};
@@ -287,7 +287,7 @@ async fn upsert_in(
     }
     let supplied: Vec<Vec<String>> = updates
         .iter()
-        .map(|(_, p)| events::supplied_fields(ctx, p))
+        .map(|(_, p)| outbox::supplied_fields(ctx, p))
         .collect();
     let mut outbox = Outbox::open(ctx, items.len());
     let updated_ids: Vec<String> = updates.iter().map(|(id, _)| id.clone()).collect();

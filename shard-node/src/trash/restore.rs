@@ -9,7 +9,7 @@ use crate::auth::Held;
 use crate::auth::{Access, Editor};
 use crate::error::ApiResult;
 use crate::http::body::JsonObject;
-use crate::records::events::{Outbox, RecordEvent, Written};
+use crate::webhooks::outbox::{Outbox, RecordEvent, Written};
 use crate::records::reply::{self, Shape};
 use crate::records::{cells, store, write};
 use crate::db::DbOp;

@@ -45,7 +45,7 @@ use crate::catalog::placements::{self, Need};
 use crate::error::{ApiError, ApiResult};
 use crate::json::format_ts;
 use crate::records::cells::read;
-use crate::records::events::guarded;
+use crate::webhooks::outbox::guarded;
 use crate::records::store;
 use crate::records::table::RecordTable;
 use crate::schema::DatabaseSchema;

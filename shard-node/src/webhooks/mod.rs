@@ -12,14 +12,15 @@
 //! * [`fairness`]: what each database may still claim (in flight, per
 //!   minute).
 //!
-//! Record writes hand their events over in `records::events`, inside the
-//! write's transaction (the outbox).
+//! * [`outbox`]: the one place where record writes hand their events to
+//!   webhooks, inside the write's transaction.
 
 pub mod api;
 pub mod clock;
 pub mod deliverer;
 pub mod fairness;
 pub mod matching;
+pub mod outbox;
 pub mod payload;
 pub mod send;
 pub mod sign;
