@@ -132,7 +132,7 @@ pub fn router(state: AppState) -> Router {
                 .delete(webhooks::delete::handler),
         )
         .route("/api/webhooks/{id}/secret", post(webhooks::secret::handler))
-        .route("/api/webhooks/{id}/test", post(webhooks::test::handler))
+        .route("/api/webhooks/{id}/test", post(webhooks::send_test::handler))
         .route(
             "/api/webhooks/{id}/deliveries",
             get(webhooks::deliveries::list_handler),

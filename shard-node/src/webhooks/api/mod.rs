@@ -1,7 +1,8 @@
 //! The webhook routes of part B, one module per verb.
 //!
 //! Configuration: [`create`], [`list`], [`get`], [`update`], [`delete`],
-//! [`secret`]. Deliveries: [`test`], [`deliveries`] (list and replay).
+//! [`secret`]. Deliveries: [`send_test`] (`POST ./test`), [`deliveries`]
+//! (list and replay).
 
 pub mod create;
 pub mod delete;
@@ -9,5 +10,5 @@ pub mod deliveries;
 pub mod get;
 pub mod list;
 pub mod secret;
-pub mod test;
+pub mod send_test;
 pub mod update;
