@@ -1,10 +1,15 @@
 //! The transaction runners: one named, timed operation in one transaction
-//! on a session of a database's share, behind the placement fence.
+//! on a session of a database's share, behind the placement fence
+//! ([`Db::in_transaction`] and its kin); and, for a caller that holds its
+//! session already (a background pass, a session used again after the
+//! commit), one transaction on that session ([`transaction_on`],
+//! [`fenced_transaction_on`]). Every one commits only when its work
+//! succeeds; an error rolls everything back.
 
 use std::future::Future;
 use std::time::Instant;
 
-use deadpool_postgres::Transaction;
+use deadpool_postgres::{ClientWrapper, Transaction};
 
 use crate::catalog::placements::{self, Need};
 use crate::db::{Db, DbOp};
@@ -49,11 +54,11 @@ impl Db {
     ) -> ApiResult<T> {
         self.measured(op, async {
             let mut client = self.client_for(database_id).await?;
-            let tx = client.transaction().await?;
-            let fenced = fence(&tx).await?;
-            let out = work(&tx, fenced).await?;
-            tx.commit().await?;
-            Ok(out)
+            transaction_on(&mut client, async |tx| {
+                let fenced = fence(tx).await?;
+                work(tx, fenced).await
+            })
+            .await
         })
         .await
     }
@@ -90,4 +95,35 @@ impl Db {
         );
         result
     }
+}
+
+/// Runs `work` in one transaction on `client`, a session the caller holds:
+/// commits only when it succeeds; an error rolls everything back (the
+/// transaction is dropped unfinished). Not timed: the caller's
+/// [`Db::measured`] is.
+pub async fn transaction_on<T>(
+    client: &mut ClientWrapper,
+    work: impl AsyncFnOnce(&Transaction<'_>) -> ApiResult<T>,
+) -> ApiResult<T> {
+    let tx = client.transaction().await?;
+    let out = work(&tx).await?;
+    tx.commit().await?;
+    Ok(out)
+}
+
+/// [`transaction_on`] whose first statement is the placement fence
+/// ([`placements::fence`]) for `need`: 421 (or 409 for a structural change
+/// of a database being moved) and nothing written when this shard may not
+/// do it now.
+pub async fn fenced_transaction_on<T>(
+    client: &mut ClientWrapper,
+    database_id: &str,
+    need: Need,
+    work: impl AsyncFnOnce(&Transaction<'_>) -> ApiResult<T>,
+) -> ApiResult<T> {
+    transaction_on(client, async |tx| {
+        placements::fence(tx, database_id, need).await?;
+        work(tx).await
+    })
+    .await
 }

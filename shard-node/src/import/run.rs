@@ -25,7 +25,7 @@ use cluster_protocol::ids::{self, Kind};
 use serde_json::{json, Value};
 
 use crate::auth::Access;
-use crate::catalog::placements::{self, Need};
+use crate::catalog::placements::Need;
 use crate::error::{ApiError, ApiResult};
 use crate::fields;
 use crate::import::check;
@@ -37,7 +37,7 @@ use crate::webhooks::outbox::{Outbox, RecordEvent, Written};
 use crate::records::{store, write};
 use crate::schema::costume::Requested;
 use crate::schema::DatabaseSchema;
-use crate::db::DbOp;
+use crate::db::{fenced_transaction_on, DbOp};
 use crate::state::AppState;
 use crate::tables;
 
@@ -320,20 +320,20 @@ async fn write_rows(
         let written = state
             .db
             .measured(DbOp::ImportRecords, async {
-                let tx = client.transaction().await?;
-                placements::fence(&tx, database_id, Need::Write).await?;
-                let ctx =
-                    write::Ctx::load(&tx, &state.schemas, &state.links, database_id, table_id)
+                fenced_transaction_on(&mut client, database_id, Need::Write, async |tx| {
+                    let ctx =
+                        write::Ctx::load(tx, &state.schemas, &state.links, database_id, table_id)
+                            .await?;
+                    let batch = with_ids(&ctx, batch)?;
+                    let ids: Vec<String> = batch.iter().map(|(id, _)| id.clone()).collect();
+                    let mut outbox = Outbox::open(&ctx, n);
+                    write::insert(tx, &ctx, user_id, &batch).await?;
+                    outbox
+                        .written(tx, &[Written::new(RecordEvent::Created, &ids)])
                         .await?;
-                let batch = with_ids(&ctx, batch)?;
-                let ids: Vec<String> = batch.iter().map(|(id, _)| id.clone()).collect();
-                let mut outbox = Outbox::open(&ctx, n);
-                write::insert(&tx, &ctx, user_id, &batch).await?;
-                outbox
-                    .written(&tx, &[Written::new(RecordEvent::Created, &ids)])
-                    .await?;
-                tx.commit().await?;
-                Ok(ctx.record_table)
+                    Ok(ctx.record_table)
+                })
+                .await
             })
             .await;
         match written {
