@@ -12,6 +12,7 @@ use crate::auth::Access;
 use crate::catalog::comments::{self, Comment, New};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
+use crate::records::store;
 use crate::records::table::RecordTable;
 use crate::db::DbOp;
 use crate::state::AppState;
@@ -41,16 +42,7 @@ pub async fn create(
             let rt = RecordTable::load(tx, database_id, table_id).await?;
             // Key-share on the live record: a purge racing with this insert
             // waits for it and then deletes the comment with the record.
-            let live = tx
-                .query_opt(
-                    &format!(
-                        "SELECT 1 FROM {} WHERE id = $1 AND deleted_at IS NULL FOR KEY SHARE",
-                        rt.qualified
-                    ),
-                    &[&record_id],
-                )
-                .await?;
-            if live.is_none() {
+            if !store::lock_live(tx, &rt.qualified, record_id).await? {
                 return Err(ApiError::NotFound);
             }
             let id = ids::new_tagged(Kind::Comment, &rt.tag);

@@ -466,6 +466,28 @@ pub async fn exists_in_any(
     Ok(row.map(|r| r.get::<_, bool>(0)).unwrap_or(false))
 }
 
+/// Whether `id` is a live (not trashed) record of the table `qualified`.
+pub async fn is_live(
+    c: &impl GenericClient,
+    qualified: &str,
+    id: &str,
+) -> Result<bool, tokio_postgres::Error> {
+    let sql = format!("SELECT 1 FROM {qualified} WHERE id = $1 AND deleted_at IS NULL");
+    Ok(c.query_opt(&sql, &[&id]).await?.is_some())
+}
+
+/// [`is_live`], holding a key-share lock on the live record: a purge
+/// racing with the caller's transaction waits for it.
+pub async fn lock_live(
+    c: &impl GenericClient,
+    qualified: &str,
+    id: &str,
+) -> Result<bool, tokio_postgres::Error> {
+    let sql =
+        format!("SELECT 1 FROM {qualified} WHERE id = $1 AND deleted_at IS NULL FOR KEY SHARE");
+    Ok(c.query_opt(&sql, &[&id]).await?.is_some())
+}
+
 /// Live ids among `ids` in the table `qualified`.
 pub async fn live_ids(
     c: &impl GenericClient,
