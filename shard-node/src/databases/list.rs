@@ -13,7 +13,7 @@ use crate::http::body::{json_kind, JsonObject};
 use crate::db::{Db, DbOp};
 use crate::state::AppState;
 
-pub async fn lookup(
+pub async fn handler(
     _caller: Caller,
     State(state): State<AppState>,
     JsonObject(body): JsonObject,

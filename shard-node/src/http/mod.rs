@@ -33,7 +33,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/internal/health", get(health::handler))
         .route("/metrics", get(metrics_page::handler))
-        .route("/internal/databases/lookup", post(databases::list::lookup))
+        .route("/internal/databases/lookup", post(databases::list::handler))
         .route("/api/databases", post(databases::create::handler))
         .route(
             "/api/databases/{id}",
@@ -135,11 +135,11 @@ pub fn router(state: AppState) -> Router {
         .route("/api/webhooks/{id}/test", post(webhooks::send_test::handler))
         .route(
             "/api/webhooks/{id}/deliveries",
-            get(webhooks::deliveries::list_handler),
+            get(webhooks::deliveries::handler),
         )
         .route(
             "/api/webhooks/{id}/deliveries/{delivery_id}/replay",
-            post(webhooks::deliveries::replay_handler),
+            post(webhooks::replay::handler),
         )
         .fallback(not_found)
         .method_not_allowed_fallback(not_found)

@@ -2,13 +2,14 @@
 //!
 //! Configuration: [`create`], [`list`], [`get`], [`update`], [`delete`],
 //! [`secret`]. Deliveries: [`send_test`] (`POST ./test`), [`deliveries`]
-//! (list and replay).
+//! (the log), [`replay`].
 
 pub mod create;
 pub mod delete;
 pub mod deliveries;
 pub mod get;
 pub mod list;
+pub mod replay;
 pub mod secret;
 pub mod send_test;
 pub mod update;
