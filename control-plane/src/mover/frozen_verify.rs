@@ -17,8 +17,8 @@ use tokio::time::Instant;
 
 use super::admin::Admin;
 use super::catchup::{new_marker, wait_marker};
-use super::ddl::SchemaCopy;
 use super::context::Ctx;
+use super::ddl::SchemaCopy;
 use super::freeze;
 use super::{shard_catalog, verify};
 use crate::catalog::moves;

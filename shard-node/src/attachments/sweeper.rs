@@ -23,8 +23,8 @@ use tokio_postgres::AsyncMessage;
 
 use super::limits::UNPLACED_TTL;
 use crate::catalog::attachments as registry;
-use crate::error::ApiResult;
 use crate::db::{Db, DbOp};
+use crate::error::ApiResult;
 
 /// The channel the trigger notifies.
 pub const CHANNEL: &str = "blob_garbage";

@@ -19,9 +19,9 @@ use deadpool_postgres::Object;
 
 use crate::auth::Caller;
 use crate::catalog;
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::schema::DatabaseSchema;
-use crate::db::DbOp;
 use crate::state::AppState;
 
 /// A caller cleared for some act in `database_id`, which this shard holds.

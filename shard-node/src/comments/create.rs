@@ -10,11 +10,11 @@ use serde_json::{json, Value};
 use super::Commenter;
 use crate::auth::Access;
 use crate::catalog::comments::{self, Comment, New};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::records::store;
 use crate::records::table::RecordTable;
-use crate::db::DbOp;
 use crate::state::AppState;
 
 pub async fn handler(

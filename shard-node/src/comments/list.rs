@@ -16,12 +16,12 @@ use serde_json::{json, Value};
 use crate::auth::Reader;
 use crate::catalog::comments::{self, Comment};
 use crate::config::{COMMENT_PAGE_SIZE_DEFAULT, COMMENT_PAGE_SIZE_MAX};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::records::bookmarks::bookmark_key;
 use crate::records::filter_error;
 use crate::records::store;
 use crate::records::table::RecordTable;
-use crate::db::DbOp;
 use crate::state::AppState;
 
 /// `page_size` as sent: a whole number from 1 to [`COMMENT_PAGE_SIZE_MAX`].

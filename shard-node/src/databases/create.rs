@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 use crate::auth::Creator;
 use crate::catalog::databases::{self, Database, NewDatabase};
 use crate::catalog::placements;
+use crate::db::{transaction_on, Db, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{required_name, JsonObject};
-use crate::db::{transaction_on, Db, DbOp};
 use crate::state::AppState;
 use crate::tenant_schema;
 

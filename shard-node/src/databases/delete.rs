@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use crate::auth::{DeleteDatabase, Owner};
 use crate::catalog::databases;
 use crate::catalog::placements::{self, Need};
-use crate::error::{ApiError, ApiResult};
 use crate::db::{Db, DbOp};
+use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::tenant_schema;
 

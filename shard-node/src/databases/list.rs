@@ -8,9 +8,9 @@ use serde_json::{json, Value};
 
 use crate::auth::Caller;
 use crate::catalog::databases::{self, Database};
+use crate::db::{Db, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{json_kind, JsonObject};
-use crate::db::{Db, DbOp};
 use crate::state::AppState;
 
 pub async fn handler(

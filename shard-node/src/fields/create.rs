@@ -12,13 +12,13 @@ use crate::auth::Editor;
 use crate::catalog::placements::Need;
 use crate::catalog::{self, tables};
 use crate::config::MAX_FIELDS_PER_TABLE;
+use crate::db::{fenced_transaction_on, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::fields::options::{self, formula, link, lookup_rollup, scalar, select};
 use crate::fields::{field_reply, filter_env, formulas, name_taken, settle_button, string_member};
 use crate::http::body::JsonObject;
 use crate::schema::costume::{unknown_type_message, Requested};
 use crate::schema::{structural, Costume, Family, FieldRow, TableSchema};
-use crate::db::{fenced_transaction_on, DbOp};
 use crate::state::AppState;
 use crate::tenant_schema;
 
@@ -116,8 +116,14 @@ pub async fn create(
                 row.costume = costume;
                 tenant_schema::add_column(tx, database_id, table_id, &field_id, sql_type).await?;
                 if costume.supports_unique() && scalar::wants_unique(&opts) {
-                    tenant_schema::create_unique_index(tx, database_id, table_id, &field_id, sql_type)
-                        .await??;
+                    tenant_schema::create_unique_index(
+                        tx,
+                        database_id,
+                        table_id,
+                        &field_id,
+                        sql_type,
+                    )
+                    .await??;
                 }
                 row.options = opts;
                 row.sql_type = Some(sql_type.to_owned());

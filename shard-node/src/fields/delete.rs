@@ -25,10 +25,10 @@ use serde_json::{json, Value};
 use crate::auth::Editor;
 use crate::catalog::placements::Need;
 use crate::catalog::{self, tables};
+use crate::db::{fenced_transaction_on, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::fields::formulas;
 use crate::schema::{structural, Costume, DatabaseSchema, Family};
-use crate::db::{fenced_transaction_on, DbOp};
 use crate::state::AppState;
 use crate::tenant_schema;
 

@@ -9,13 +9,13 @@ use serde_json::{Map, Value};
 use crate::auth::Editor;
 use crate::catalog;
 use crate::catalog::placements::Need;
+use crate::db::{fenced_transaction_on, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::fields::options::{self, formula, link, lookup_rollup, scalar, select};
 use crate::fields::{field_reply, filter_env, formulas, name_taken, settle_button, string_member};
 use crate::http::body::JsonObject;
 use crate::schema::costume::{unknown_type_message, Requested};
 use crate::schema::{formula_schema_of, structural, Costume, Family, FieldRow, StorageKind};
-use crate::db::{fenced_transaction_on, DbOp};
 use crate::state::AppState;
 use crate::tenant_schema::{self, Cast};
 

@@ -132,7 +132,10 @@ pub fn router(state: AppState) -> Router {
                 .delete(webhooks::delete::handler),
         )
         .route("/api/webhooks/{id}/secret", post(webhooks::secret::handler))
-        .route("/api/webhooks/{id}/test", post(webhooks::send_test::handler))
+        .route(
+            "/api/webhooks/{id}/test",
+            post(webhooks::send_test::handler),
+        )
         .route(
             "/api/webhooks/{id}/deliveries",
             get(webhooks::deliveries::handler),

@@ -26,6 +26,7 @@ use serde_json::{json, Value};
 
 use crate::auth::Access;
 use crate::catalog::placements::Need;
+use crate::db::{fenced_transaction_on, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::fields;
 use crate::import::check;
@@ -33,13 +34,12 @@ use crate::import::columns::{self, Column, Converter, Source};
 use crate::import::plan::{Entry, Target};
 use crate::import::sheet::{self, Sheet};
 use crate::records::cells::write::Prepared;
-use crate::webhooks::outbox::{Outbox, RecordEvent, Written};
 use crate::records::{store, write};
 use crate::schema::costume::Requested;
 use crate::schema::DatabaseSchema;
-use crate::db::{fenced_transaction_on, DbOp};
 use crate::state::AppState;
 use crate::tables;
+use crate::webhooks::outbox::{Outbox, RecordEvent, Written};
 
 /// Rows per transaction on an existing table (part B).
 pub const BATCH: usize = 100;

@@ -24,14 +24,14 @@ use super::cells::write::resolve;
 use super::reply::{self, Shape};
 use super::table::RecordTable;
 use super::{store, write};
-use crate::webhooks::outbox;
 use crate::auth::Held;
 use crate::auth::{Access, Editor};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::schema::{Family, TableSchema};
-use crate::db::DbOp;
 use crate::state::AppState;
+use crate::webhooks::outbox;
 
 pub async fn handler(
     Editor(access): Editor,

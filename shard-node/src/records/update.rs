@@ -9,17 +9,17 @@ use axum::extract::{Path, Query, State};
 use axum::Json;
 use serde_json::{Map, Value};
 
-use crate::webhooks::outbox::{self, Outbox, RecordEvent, Written};
 use super::reply::Shape;
 use super::{batch, check_live, store, write};
 use crate::attachments::fetch;
 use crate::attachments::place::{self, Mode};
 use crate::auth::{Held, HeldWrite};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::json::format_ts;
-use crate::db::DbOp;
 use crate::state::AppState;
+use crate::webhooks::outbox::{self, Outbox, RecordEvent, Written};
 
 pub async fn handler(
     access: HeldWrite,

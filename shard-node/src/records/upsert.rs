@@ -25,18 +25,18 @@ use deadpool_postgres::Transaction;
 use serde_json::{json, Map, Value};
 
 use super::cells::write::{resolve, Prepared};
-use crate::webhooks::outbox::{self, Outbox, RecordEvent, Written};
 use super::reply::{self, Shape};
 use super::write::{self, Ctx};
 use super::{batch, store};
 use crate::attachments::fetch::{self, Fetched};
 use crate::attachments::place::{self, Mode};
 use crate::auth::{Held, HeldWrite};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::schema::{Costume, Family, FieldRow};
-use crate::db::DbOp;
 use crate::state::AppState;
+use crate::webhooks::outbox::{self, Outbox, RecordEvent, Written};
 
 pub async fn handler(
     access: HeldWrite,

@@ -20,10 +20,10 @@ use crate::attachments::links::Links;
 use crate::attachments::shown;
 use crate::auth::Held;
 use crate::catalog::placements;
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::schema::cache::SchemaCache;
 use crate::schema::{DatabaseSchema, TableSchema};
-use crate::db::DbOp;
 use crate::state::AppState;
 use crate::tenant_schema;
 

@@ -26,8 +26,8 @@ use serde_json::{json, Map, Value};
 
 pub use costume::{Costume, Family, StorageKind};
 
-use rules::Rule;
 use filters::FilterSchemas;
+use rules::Rule;
 
 /// How many levels of lookup `conditions` naming lookups with conditions
 /// a filter schema follows.

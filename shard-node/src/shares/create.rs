@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use crate::auth::Editor;
 use crate::catalog::share_links::{self, token_digest, New};
 use crate::catalog::views;
-use crate::error::{ApiError, ApiResult};
 use crate::db::DbOp;
+use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 pub async fn handler(

@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 
 use crate::auth::Editor;
 use crate::catalog::{share_links, views};
-use crate::error::{ApiError, ApiResult};
 use crate::db::DbOp;
+use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 pub async fn handler(

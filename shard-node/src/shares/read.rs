@@ -21,13 +21,13 @@ use super::bookmark::{replace_head_bookmark, SealKey};
 use crate::auth::ShareReader;
 use crate::catalog::share_links::{self, token_digest};
 use crate::catalog::views::{self, View};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::fields::formulas::dependents;
 use crate::records::list::{list_held, view_columns, ListParams};
 use crate::records::page::JsonBytes;
 use crate::records::reply::Shape;
 use crate::schema::TableSchema;
-use crate::db::DbOp;
 use crate::state::AppState;
 
 /// The query parameters a shared view takes.

@@ -11,10 +11,10 @@ use crate::auth::Editor;
 use crate::catalog::tables;
 use crate::catalog::tables::Table;
 use crate::config::MAX_TABLES_PER_DATABASE;
+use crate::db::{Db, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{required_name, JsonObject};
 use crate::schema::structural;
-use crate::db::{Db, DbOp};
 use crate::state::AppState;
 use crate::tenant_schema;
 

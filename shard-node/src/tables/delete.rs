@@ -13,10 +13,10 @@ use serde_json::{json, Value};
 
 use crate::auth::{DeleteTable, Owner};
 use crate::catalog::tables;
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::fields::delete::{cascade, drop_fields};
 use crate::schema::structural;
-use crate::db::DbOp;
 use crate::state::AppState;
 use crate::tenant_schema;
 

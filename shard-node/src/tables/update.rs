@@ -9,10 +9,10 @@ use serde_json::{json, Value};
 use crate::auth::Editor;
 use crate::catalog::tables;
 use crate::catalog::tables::Table;
+use crate::db::{Db, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{required_name, JsonObject};
 use crate::schema::structural;
-use crate::db::{Db, DbOp};
 use crate::state::AppState;
 
 pub async fn handler(

@@ -13,13 +13,13 @@ use serde_json::{json, Value};
 use crate::auth::Held;
 use crate::auth::{Access, Editor};
 use crate::catalog::{attachments, comments};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::records::delete::deleted_reply;
 use crate::records::{store, write};
-use crate::webhooks::outbox;
-use crate::db::DbOp;
 use crate::state::AppState;
+use crate::webhooks::outbox;
 
 pub async fn handler(
     Editor(access): Editor,

@@ -12,9 +12,9 @@ use chrono::Utc;
 use crate::catalog::placements::Need;
 use crate::catalog::{attachments, comments, tables};
 use crate::config::TrashSettings;
+use crate::db::{fenced_transaction_on, Db, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::records::store;
-use crate::db::{fenced_transaction_on, Db, DbOp};
 use crate::tenant_schema;
 
 /// One pass: returns how many records were removed.
@@ -31,25 +31,27 @@ pub async fn purge_expired(db: &Db, retention: Duration) -> ApiResult<u64> {
             // The records and their attachments in one transaction, behind
             // the write fence: a database moved away since the listing is
             // skipped (nothing written).
-            let outcome = fenced_transaction_on(&mut client, database_id, Need::Write, async |tx| {
-                match store::purge_expired(tx, &qualified, cutoff).await {
-                    Ok(ids) => {
-                        let purged: Vec<&str> = ids.iter().map(String::as_str).collect();
-                        attachments::delete_for_records(tx, table_id, &purged).await?;
-                        comments::delete_for_records(tx, table_id, &purged).await?;
-                        Ok(ids.len() as u64)
+            let outcome =
+                fenced_transaction_on(&mut client, database_id, Need::Write, async |tx| {
+                    match store::purge_expired(tx, &qualified, cutoff).await {
+                        Ok(ids) => {
+                            let purged: Vec<&str> = ids.iter().map(String::as_str).collect();
+                            attachments::delete_for_records(tx, table_id, &purged).await?;
+                            comments::delete_for_records(tx, table_id, &purged).await?;
+                            Ok(ids.len() as u64)
+                        }
+                        // A table dropped between the listing and the delete:
+                        // the failed transaction's commit rolls it back.
+                        Err(e)
+                            if e.code()
+                                == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) =>
+                        {
+                            Ok(0)
+                        }
+                        Err(e) => Err(e.into()),
                     }
-                    // A table dropped between the listing and the delete:
-                    // the failed transaction's commit rolls it back.
-                    Err(e)
-                        if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) =>
-                    {
-                        Ok(0)
-                    }
-                    Err(e) => Err(e.into()),
-                }
-            })
-            .await;
+                })
+                .await;
             match outcome {
                 Ok(n) => removed += n,
                 Err(ApiError::Misplaced) => continue,

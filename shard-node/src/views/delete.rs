@@ -5,8 +5,8 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use crate::catalog::views;
-use crate::error::{ApiError, ApiResult};
 use crate::db::{Db, DbOp};
+use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::views::ViewEditor;
 

@@ -37,20 +37,20 @@ use filter_lang::Params;
 
 use super::matching::{self, Cause, Scope};
 use super::payload::{self, Event, Source};
-use crate::schema::rules::{PayloadKey, Rule, Trigger};
 use crate::catalog::databases;
 use crate::catalog::match_sweep::{self, START};
 use crate::catalog::outbox::{self, ClockWebhook, Enqueue, Match, NewDelivery};
 use crate::catalog::placements::{self, Need};
+use crate::db::{transaction_on, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::json::format_ts;
 use crate::records::cells::read;
-use crate::webhooks::outbox::guarded;
 use crate::records::store;
 use crate::records::table::RecordTable;
+use crate::schema::rules::{PayloadKey, Rule, Trigger};
 use crate::schema::DatabaseSchema;
-use crate::db::{transaction_on, DbOp};
 use crate::state::AppState;
+use crate::webhooks::outbox::guarded;
 
 /// What one pass (or one webhook's part of it) did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

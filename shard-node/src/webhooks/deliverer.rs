@@ -38,9 +38,9 @@ use super::send::{self, Request};
 use crate::catalog::databases::bump_schema_version;
 use crate::catalog::deliveries::{self, After, Attempted, ClaimLimits, Claimed};
 use crate::config::WebhookSettings;
+use crate::db::{transaction_on, Db, DbOp};
 use crate::egress::Egress;
 use crate::error::ApiResult;
-use crate::db::{transaction_on, Db, DbOp};
 
 /// Longest sleep of an idle deliverer (a missed notification costs at most
 /// this much delay).

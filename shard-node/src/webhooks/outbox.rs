@@ -21,15 +21,15 @@ use cluster_protocol::ids::{self, Kind};
 use deadpool_postgres::Transaction;
 use filter_lang::Params;
 
-use crate::records::cells::ReadSet;
-use crate::records::store::{self, StoredRecord};
-use crate::records::write::Ctx;
 use crate::attachments::shown;
 use crate::catalog::outbox::{self, Enqueue, Match, NewDelivery};
 use crate::error::{ApiError, ApiResult};
 use crate::json::format_ts;
-use crate::schema::FieldRow;
+use crate::records::cells::ReadSet;
+use crate::records::store::{self, StoredRecord};
+use crate::records::write::Ctx;
 use crate::schema::rules::{Rule, Trigger};
+use crate::schema::FieldRow;
 use crate::webhooks::matching::{self, Cause, Scope};
 use crate::webhooks::payload::{self, ButtonPress, ButtonRef, Event, Source};
 
@@ -91,7 +91,10 @@ impl<'a> Written<'a> {
 }
 
 /// The fields a record's write supplied, in the table's field order.
-pub fn supplied_fields(ctx: &Ctx, prepared: &crate::records::cells::write::Prepared) -> Vec<String> {
+pub fn supplied_fields(
+    ctx: &Ctx,
+    prepared: &crate::records::cells::write::Prepared,
+) -> Vec<String> {
     let Ok(table) = ctx.table() else {
         return Vec::new();
     };

@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use crate::auth::Reader;
 use crate::catalog::deliveries::{self, Delivery};
 use crate::catalog::webhooks;
-use crate::error::{ApiError, ApiResult};
 use crate::db::{Db, DbOp};
+use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 /// Part C: the log lists the 50 most recent deliveries.

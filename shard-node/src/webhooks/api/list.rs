@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 
 use crate::auth::Reader;
 use crate::catalog::webhooks::{self, Webhook};
-use crate::error::ApiResult;
 use crate::db::{Db, DbOp};
+use crate::error::ApiResult;
 use crate::state::AppState;
 
 pub async fn handler(
