@@ -186,7 +186,7 @@ pub struct DatabaseSchema {
     /// In `position`, `created_at` order.
     pub tables: Vec<TableSchema>,
     /// The database's webhooks, as record writes consult them
-    /// (`webhooks::rules`); a change of one bumps the version.
+    /// (`schema::rules`); a change of one bumps the version.
     pub webhooks: Vec<Rule>,
     by_id: HashMap<String, usize>,
     filter_schemas: FilterSchemas,
