@@ -158,7 +158,7 @@ impl Bench {
             .rsplit_once('/')
             .ok_or("BENCH_POSTGRES_URL has no path")?;
         let url = format!("{base}/{name}");
-        let db = shard_node::state::Db::connect(&url, 1)?;
+        let db = shard_node::db::Db::connect(&url, 1)?;
         shard_node::migrate(&db).await?;
         let pg = connect(&url).await?;
         let tag = ids::random_token(ids::TAG_LEN);

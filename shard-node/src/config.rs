@@ -169,7 +169,7 @@ pub use service_kit::parse::{duration, durations};
 /// waits for a pooled session, how many of them one database's requests
 /// (and one owner's) may hold at once, and how many exports (each holding
 /// one for its whole stream) run at once and how long each waits for its
-/// client. See `state::Db` for where each one applies and
+/// client. See `db::Db` for where each one applies and
 /// `shard-node --help` for the variables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DbLimits {

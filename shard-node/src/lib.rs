@@ -18,7 +18,8 @@
 //! * [`metrics`]: the Prometheus series and `GET /metrics`.
 //! * [`settings`]: every setting (flags, environment, `--help`), which
 //!   make the [`config::Config`].
-//! * [`state`]: the pool and its time limits; [`fair_share`]: each
+//! * [`db`]: the pool, its time limits and the transaction runners;
+//!   [`state`]: what every handler is handed; [`fair_share`]: each
 //!   database's and each owner's share of the pool ([`owners`]: each
 //!   database's owner, read once); [`cancel`]: what an abandoned request
 //!   does to the statements it left running.
@@ -30,6 +31,7 @@ pub mod catalog;
 pub mod comments;
 pub mod config;
 pub mod databases;
+pub mod db;
 pub mod egress;
 pub mod error;
 pub mod export;
@@ -57,7 +59,8 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 
 use crate::config::Config;
-use crate::state::{AppState, Db, DbOp};
+use crate::db::{Db, DbOp};
+use crate::state::AppState;
 
 /// Connects, migrates the catalog, and serves on `listener` until SIGTERM
 /// or SIGINT, draining in-flight requests.

@@ -1,4 +1,5 @@
-//! The node's Prometheus series and its `GET /metrics` page.
+//! The node's Prometheus series (`GET /metrics` is served by
+//! [`crate::http::metrics_page`]).
 //!
 //! The page needs `Authorization: Bearer <METRICS_TOKEN>` (a read-only
 //! credential of its own, never the operator's admin token): without it the
@@ -9,7 +10,7 @@
 //! `route` is axum's matched route, `unknown` when none matched):
 //! * `tabula_db_pool_connections{pool="requests|maintenance|deliverer"}`
 //!   and `tabula_db_pool_wait_seconds{pool}`: the three pools of
-//!   [`crate::state::Db`].
+//!   [`crate::db::Db`].
 //! * [`DB_OPERATION`]: every named database operation ([`DbOp`]).
 //! * [`WEBHOOK_PENDING`]: the outbox's unfinished deliveries, counted when
 //!   the page is rendered.
@@ -17,15 +18,11 @@
 
 use std::time::Duration;
 
-use axum::extract::State;
-use axum::http::{header, HeaderMap};
-use axum::response::{IntoResponse, Response};
 use service_kit::metrics::{self as shared, PrometheusHandle};
 
 use crate::catalog::deliveries::After;
 use crate::config::Secret;
-use crate::error::ApiError;
-use crate::state::{AppState, DbOp};
+use crate::db::DbOp;
 
 /// Time of one named database operation, by `op` and `outcome` (`ok`,
 /// `error`). Histogram.
@@ -38,15 +35,11 @@ pub const WEBHOOK_PENDING: &str = "tabula_webhook_deliveries_pending";
 /// attempt scheduled), `exhausted` (failed, no retry left). Counter.
 pub const WEBHOOK_ATTEMPTS: &str = "tabula_webhook_delivery_attempts_total";
 
-/// The longest the page waits for the pending count; then it renders
-/// without refreshing it.
-const PENDING_COUNT_TIMEOUT: Duration = Duration::from_secs(2);
-
 /// What serving the page needs: the recorder's handle and the metrics token.
 #[derive(Clone)]
 pub struct Page {
-    handle: PrometheusHandle,
-    token: Secret,
+    pub(crate) handle: PrometheusHandle,
+    pub(crate) token: Secret,
 }
 
 impl Page {
@@ -78,49 +71,11 @@ pub fn describe() {
     );
 }
 
-/// `GET /metrics`.
-pub async fn handler(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let Some(page) = &state.metrics else {
-        return ApiError::NotFound.into_response();
-    };
-    if !shared::bearer_is(&headers, page.token.expose()) {
-        return ApiError::Unauthorized.into_response();
-    }
-    refresh_gauges(&state).await;
-    (
-        [(header::CONTENT_TYPE, shared::CONTENT_TYPE)],
-        shared::render(&page.handle),
-    )
-        .into_response()
-}
-
-/// Gauges read when the page is rendered: pool status and the outbox.
-async fn refresh_gauges(state: &AppState) {
-    for (pool, status) in state.db.pool_statuses() {
-        shared::pool_status(
-            pool,
-            status.size,
-            status.available,
-            status.waiting,
-            status.max_size,
-        );
-    }
-    let count = crate::cancel::abandon_on_drop(state.db.pending_deliveries());
-    match tokio::time::timeout(PENDING_COUNT_TIMEOUT, count).await {
-        Ok(Ok(n)) => {
-            let shard = state.shard_name.to_string();
-            ::metrics::gauge!(WEBHOOK_PENDING, "shard" => shard).set(n as f64)
-        }
-        Ok(Err(e)) => tracing::debug!(error = %e, "metrics: pending deliveries not counted"),
-        Err(_) => tracing::debug!("metrics: pending deliveries count timed out"),
-    }
-}
-
 /// Counts every request by method, matched route and status, its latency,
 /// and the requests in flight (layered on the whole router).
 pub use service_kit::metrics::measure;
 
-/// Records one database operation of [`crate::state::Db::measured`].
+/// Records one database operation of [`crate::db::Db::measured`].
 pub fn db_operation(op: DbOp, ok: bool, elapsed: Duration) {
     let outcome = if ok { "ok" } else { "error" };
     ::metrics::histogram!(DB_OPERATION, "op" => op.as_str(), "outcome" => outcome)

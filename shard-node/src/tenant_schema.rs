@@ -96,6 +96,11 @@ pub fn column(field_id: &str) -> anyhow::Result<String> {
     ident(Kind::Field, field_id)
 }
 
+/// The connector table of a link pair (unquoted): `lnk_<forward field id>`.
+pub fn connector_name(forward_field_id: &str) -> String {
+    format!("lnk_{forward_field_id}")
+}
+
 /// `"db_..."."lnk_fld_..."`: the connector table of a link pair, named by
 /// the forward field.
 pub fn connector(database_id: &str, forward_field_id: &str) -> anyhow::Result<String> {
@@ -103,7 +108,7 @@ pub fn connector(database_id: &str, forward_field_id: &str) -> anyhow::Result<St
     Ok(format!(
         "{}.\"{}\"",
         schema(database_id)?,
-        crate::schema::connector_name(forward_field_id)
+        connector_name(forward_field_id)
     ))
 }
 

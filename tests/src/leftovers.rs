@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use cluster_protocol::control::Move;
 
 use crate::cluster;
-use crate::moves::{database, shard_names};
+use crate::placements::{database, shard_names};
 
 /// The shard-level catalog tables a move replicates, each filtered by
 /// `database_id` (docs/moves.md), plus the never-replicated `placements`.

@@ -8,6 +8,7 @@ pub mod cluster_ops;
 pub mod files;
 pub mod leftovers;
 pub mod moves;
+pub mod placements;
 pub mod receiver;
 pub mod stores;
 

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use cluster_protocol::control::{DatabaseInfo, Move, MoveState};
+use cluster_protocol::control::{Move, MoveState};
 use serde_json::Value;
 
 use crate::cluster;
@@ -20,6 +20,7 @@ pub use crate::leftovers::{
     all_replication_objects, assert_nothing_left, copy_on, replication_name, replication_objects,
     shard_admin, ShardCopy, CATALOG_TABLES,
 };
+pub use crate::placements::{database, shard_names};
 
 /// How long a move may take in the tests before it counts as hung.
 pub const MOVE_DEADLINE: Duration = Duration::from_secs(120);
@@ -145,15 +146,6 @@ pub async fn get_move(move_id: &str) -> Move {
         .unwrap_or_else(|e| panic!("moves show {move_id}: {e:?}"))
 }
 
-/// The database's placement in the control plane's catalog.
-pub async fn database(database_id: &str) -> DatabaseInfo {
-    cluster()
-        .control_plane
-        .database(database_id)
-        .await
-        .unwrap_or_else(|e| panic!("databases show {database_id}: {e:?}"))
-}
-
 /// Polls until the move is `done` or `aborted` (within `limit`; the
 /// control plane may be briefly unreachable in the chaos tests).
 pub async fn wait_finished_within(move_id: &str, limit: Duration) -> Move {
@@ -215,18 +207,4 @@ fn describe(m: Option<&Move>) -> String {
         ),
         None => "the control plane did not answer".to_owned(),
     }
-}
-
-/// The shard names registered now, in order.
-pub async fn shard_names() -> Vec<String> {
-    let list = cluster().control_plane.shards().await.expect("shards list");
-    let mut names: Vec<String> = list.shards.into_iter().map(|s| s.name).collect();
-    names.sort_by_key(|n| shard_number(n));
-    names
-}
-
-fn shard_number(name: &str) -> u32 {
-    name.trim_start_matches("shard-")
-        .parse()
-        .unwrap_or(u32::MAX)
 }

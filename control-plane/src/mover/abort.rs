@@ -10,8 +10,8 @@
 use cluster_protocol::control::MoveState;
 
 use super::admin::Admin;
+use super::context::Ctx;
 use super::copy::{drop_target_copy, teardown};
-use super::driver::Ctx;
 use super::{replication, shard_catalog};
 use crate::catalog::moves;
 

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use tokio_postgres::GenericClient;
 
 use super::admin::Admin;
-use super::driver::{fatal, Ctx};
+use super::context::{fatal, Ctx};
 use super::{replication, shard_catalog};
 use crate::catalog::moves;
 

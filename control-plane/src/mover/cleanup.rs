@@ -9,8 +9,8 @@ use cluster_protocol::control::redis_keys::ROUTER_LIVE_MS;
 use cluster_protocol::control::MoveState;
 use tokio::time::Instant;
 
+use super::context::Ctx;
 use super::copy::teardown;
-use super::driver::Ctx;
 use super::shard_catalog;
 use crate::catalog::moves;
 

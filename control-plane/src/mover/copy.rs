@@ -9,7 +9,7 @@ use anyhow::Context;
 
 use super::admin::Admin;
 use super::catchup::new_marker;
-use super::driver::{fatal, Ctx};
+use super::context::{fatal, Ctx};
 use super::{admin, replication, schema_copy, shard_catalog};
 use crate::catalog::moves;
 

@@ -17,8 +17,9 @@ use tokio::time::Instant;
 
 use super::admin::Admin;
 use super::catchup::{new_marker, wait_marker};
+use super::context::Ctx;
 use super::ddl::SchemaCopy;
-use super::driver::Ctx;
+use super::freeze;
 use super::{shard_catalog, verify};
 use crate::catalog::moves;
 
@@ -44,12 +45,12 @@ pub async fn run(ctx: &Ctx, source: &mut Admin, copy: &SchemaCopy) -> anyhow::Re
     moves::set_hold(
         &**ctx.catalog().await?,
         &ctx.database_id,
-        super::cutover::hold_ms(ctx),
+        freeze::hold_ms(ctx),
     )
     .await?;
     ctx.state.redis.announce_placement(&ctx.database_id).await;
     let marker = new_marker("verify");
-    if let Some(why) = super::cutover::fence(ctx, source, &marker, deadline).await? {
+    if let Some(why) = freeze::fence(ctx, source, &marker, deadline).await? {
         return Ok(Verified::OverBudget(format!("verification: {why}")));
     }
     if !wait_marker(

@@ -6,7 +6,9 @@
 //! never drive the same move.
 //!
 //! * `driver`: one move's loop, retries and abort requests.
-//! * `copy`, `catchup`, `cutover`, `cleanup`, `abort`: the states' steps.
+//! * `context`: what every step shares (`Ctx`, `fatal`, `enter`).
+//! * `copy`, `catchup`, `cutover`, `cleanup`, `abort`: the states' steps;
+//!   `freeze`: the hold and fence that verification and cutover begin with.
 //! * `schema_copy` + `ddl`: the tenant schema on the target.
 //! * `replication`: publication, subscription, slots.
 //! * `verify`: counts and sampled checksums before the flip.
@@ -18,10 +20,12 @@ pub mod abort;
 pub mod admin;
 pub mod catchup;
 pub mod cleanup;
+pub mod context;
 pub mod copy;
 pub mod cutover;
 pub mod ddl;
 pub mod driver;
+pub mod freeze;
 pub mod frozen_verify;
 pub mod orphans;
 pub mod replication;

@@ -9,8 +9,8 @@
 use anyhow::Context;
 use tokio_postgres::GenericClient;
 
+use super::context::fatal;
 use super::ddl::{self, Column, Constraint, Index, SchemaCopy, Table};
-use super::driver::fatal;
 use super::sql::{self, quote_ident};
 
 /// Objects of the schema the mover cannot copy, as `kind name` strings.

@@ -20,8 +20,9 @@ use cluster_protocol::error::ErrorBody;
 
 use super::links::{disposition_for, variant_named, LinkError, Links};
 use crate::catalog::attachments::{self as registry, Attachment};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 
 pub const MALFORMED_MESSAGE: &str =
     "This file link is malformed: it needs a variant and its expires and signature parameters.";

@@ -22,8 +22,8 @@ use tokio::sync::Notify;
 
 use super::limits::UNPLACED_TTL;
 use crate::catalog::attachments as registry;
+use crate::db::{Db, DbOp};
 use crate::error::ApiResult;
-use crate::state::{Db, DbOp};
 
 /// The channel the trigger notifies.
 pub const CHANNEL: &str = "blob_garbage";

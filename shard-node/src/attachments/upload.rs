@@ -26,11 +26,12 @@ use super::links::Signed;
 use super::settings::quota_text;
 use crate::auth::{Access, Editor};
 use crate::catalog::attachments::{self as registry, Attachment, NewAttachment};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::records::store;
 use crate::records::table::RecordTable;
 use crate::schema::{DatabaseSchema, StorageKind};
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 
 /// Longest `field_id` / `record_id` part read (ids are 16 characters).
 const MAX_ID_PART_BYTES: usize = 256;

@@ -19,9 +19,10 @@ use deadpool_postgres::Object;
 
 use crate::auth::Caller;
 use crate::catalog;
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::schema::DatabaseSchema;
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 
 /// A caller cleared for some act in `database_id`, which this shard holds.
 #[derive(Debug, Clone)]

@@ -1,7 +1,7 @@
 //! The `deliveries` outbox as the deliverer and the delivery routes use it:
 //! claiming due rows under a lease, recording attempts (and the webhook's
 //! streak, last status and auto-pause), the delivery log, replays and
-//! pruning. Rows are written by record writes (`records::events`).
+//! pruning. Rows are written by record writes (`webhooks::outbox`).
 //!
 //! A row is due while `finished_at` is NULL and `due_at` has passed.
 //! Claiming moves `due_at` past the attempt's timeout (the lease) and counts

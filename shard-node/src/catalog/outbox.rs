@@ -5,7 +5,7 @@
 
 use deadpool_postgres::GenericClient;
 
-use crate::webhooks::rules::{PayloadKey, Rule, Trigger};
+use crate::schema::rules::{PayloadKey, Rule, Trigger};
 
 /// The channel the deliverer listens on (`catalog::deliveries::CHANNEL`);
 /// a NOTIFY in the enqueuing transaction wakes it when that transaction

@@ -10,10 +10,12 @@ use serde_json::{json, Value};
 use super::Commenter;
 use crate::auth::Access;
 use crate::catalog::comments::{self, Comment, New};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
+use crate::records::store;
 use crate::records::table::RecordTable;
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 
 pub async fn handler(
     Commenter(access): Commenter,
@@ -40,16 +42,7 @@ pub async fn create(
             let rt = RecordTable::load(tx, database_id, table_id).await?;
             // Key-share on the live record: a purge racing with this insert
             // waits for it and then deletes the comment with the record.
-            let live = tx
-                .query_opt(
-                    &format!(
-                        "SELECT 1 FROM {} WHERE id = $1 AND deleted_at IS NULL FOR KEY SHARE",
-                        rt.qualified
-                    ),
-                    &[&record_id],
-                )
-                .await?;
-            if live.is_none() {
+            if !store::lock_live(tx, &rt.qualified, record_id).await? {
                 return Err(ApiError::NotFound);
             }
             let id = ids::new_tagged(Kind::Comment, &rt.tag);

@@ -8,8 +8,9 @@ use serde_json::{json, Value};
 
 use super::{Commenter, AUTHOR_OR_OWNER_DELETE};
 use crate::catalog::comments;
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 
 pub async fn handler(
     Commenter(access): Commenter,

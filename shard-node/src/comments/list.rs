@@ -16,11 +16,13 @@ use serde_json::{json, Value};
 use crate::auth::Reader;
 use crate::catalog::comments::{self, Comment};
 use crate::config::{COMMENT_PAGE_SIZE_DEFAULT, COMMENT_PAGE_SIZE_MAX};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::records::bookmarks::bookmark_key;
 use crate::records::filter_error;
+use crate::records::store;
 use crate::records::table::RecordTable;
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 
 /// `page_size` as sent: a whole number from 1 to [`COMMENT_PAGE_SIZE_MAX`].
 pub fn page_size(raw: Option<&String>) -> ApiResult<i64> {
@@ -69,16 +71,7 @@ pub async fn handler(
         .measured(DbOp::ListComments, async {
             let client = state.db.client_for(database_id).await?;
             let rt = RecordTable::load(&*client, database_id, &table_id).await?;
-            let live = client
-                .query_opt(
-                    &format!(
-                        "SELECT 1 FROM {} WHERE id = $1 AND deleted_at IS NULL",
-                        rt.qualified
-                    ),
-                    &[&record_id],
-                )
-                .await?;
-            if live.is_none() {
+            if !store::is_live(&*client, &rt.qualified, &record_id).await? {
                 return Err(ApiError::NotFound);
             }
             let after = after.as_ref().map(|(at, id)| (*at, id.as_str()));

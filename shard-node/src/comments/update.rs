@@ -7,9 +7,10 @@ use serde_json::{json, Value};
 
 use super::{Commenter, AUTHOR_ONLY_EDIT};
 use crate::catalog::comments;
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 
 pub async fn handler(
     Commenter(access): Commenter,

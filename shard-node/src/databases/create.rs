@@ -10,9 +10,10 @@ use serde_json::{json, Value};
 use crate::auth::Creator;
 use crate::catalog::databases::{self, Database, NewDatabase};
 use crate::catalog::placements;
+use crate::db::{transaction_on, Db, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{required_name, JsonObject};
-use crate::state::{AppState, Db, DbOp};
+use crate::state::AppState;
 use crate::tenant_schema;
 
 pub async fn handler(
@@ -43,16 +44,17 @@ pub async fn create(db: &Db, creator: &Creator, name: &str) -> ApiResult<Databas
     };
     db.measured(DbOp::CreateDatabase, async {
         let mut client = db.client().await?;
-        let tx = client.transaction().await?;
-        let Some(database) = databases::insert(&tx, &new).await? else {
-            return Err(ApiError::Conflict(
-                "A database with this id already exists.".into(),
-            ));
-        };
-        placements::insert_owned(&tx, &database.id, allocation.epoch).await?;
-        tenant_schema::create_schema(&tx, &database.id).await?;
-        tx.commit().await?;
-        Ok(database)
+        transaction_on(&mut client, async |tx| {
+            let Some(database) = databases::insert(tx, &new).await? else {
+                return Err(ApiError::Conflict(
+                    "A database with this id already exists.".into(),
+                ));
+            };
+            placements::insert_owned(tx, &database.id, allocation.epoch).await?;
+            tenant_schema::create_schema(tx, &database.id).await?;
+            Ok(database)
+        })
+        .await
     })
     .await
 }

@@ -10,8 +10,9 @@ use serde_json::{json, Value};
 use crate::auth::{DeleteDatabase, Owner};
 use crate::catalog::databases;
 use crate::catalog::placements::{self, Need};
+use crate::db::{Db, DbOp};
 use crate::error::{ApiError, ApiResult};
-use crate::state::{AppState, Db, DbOp};
+use crate::state::AppState;
 use crate::tenant_schema;
 
 pub async fn handler(
@@ -31,20 +32,23 @@ pub async fn handler(
 /// structural fence (409 while the database is being moved). `false` if
 /// not held here (no placement, or fenced).
 pub async fn purge(db: &Db, database_id: &str) -> ApiResult<bool> {
-    db.measured(DbOp::DeleteDatabase, async {
-        let mut client = db.client_for(database_id).await?;
-        let tx = client.transaction().await?;
-        match placements::fence(&tx, database_id, Need::Structure).await {
-            Err(ApiError::Misplaced) => return Ok(false),
-            fenced => fenced?,
-        }
-        if databases::lock(&tx, database_id).await?.is_none() {
-            return Ok(false);
-        }
-        tenant_schema::drop_schema(&tx, database_id).await?;
-        databases::delete(&tx, database_id).await?;
-        tx.commit().await?;
-        Ok(true)
-    })
+    // Not held here: nothing but the fence (or the lock) ran, so the
+    // transaction commits empty.
+    db.in_transaction_fenced_by(
+        database_id,
+        DbOp::DeleteDatabase,
+        async |tx| match placements::fence(tx, database_id, Need::Structure).await {
+            Err(ApiError::Misplaced) => Ok(false),
+            fenced => fenced.map(|()| true),
+        },
+        async |tx, held| {
+            if !held || databases::lock(tx, database_id).await?.is_none() {
+                return Ok(false);
+            }
+            tenant_schema::drop_schema(tx, database_id).await?;
+            databases::delete(tx, database_id).await?;
+            Ok(true)
+        },
+    )
     .await
 }

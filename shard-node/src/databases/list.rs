@@ -8,11 +8,12 @@ use serde_json::{json, Value};
 
 use crate::auth::Caller;
 use crate::catalog::databases::{self, Database};
+use crate::db::{Db, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{json_kind, JsonObject};
-use crate::state::{AppState, Db, DbOp};
+use crate::state::AppState;
 
-pub async fn lookup(
+pub async fn handler(
     _caller: Caller,
     State(state): State<AppState>,
     JsonObject(body): JsonObject,

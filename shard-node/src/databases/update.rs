@@ -12,9 +12,10 @@ use serde_json::{json, Map, Value};
 use super::PIGMENTS;
 use crate::auth::Editor;
 use crate::catalog::databases::{self, Database};
+use crate::db::{Db, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
-use crate::state::{AppState, Db, DbOp};
+use crate::state::AppState;
 
 pub async fn handler(
     Editor(access): Editor,

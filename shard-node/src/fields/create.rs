@@ -9,16 +9,17 @@ use cluster_protocol::ids::{self, Kind};
 use serde_json::{Map, Value};
 
 use crate::auth::Editor;
-use crate::catalog::placements::{self, Need};
+use crate::catalog::placements::Need;
 use crate::catalog::{self, tables};
 use crate::config::MAX_FIELDS_PER_TABLE;
+use crate::db::{fenced_transaction_on, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::fields::options::{self, formula, link, lookup_rollup, scalar, select};
 use crate::fields::{field_reply, filter_env, formulas, name_taken, settle_button, string_member};
 use crate::http::body::JsonObject;
 use crate::schema::costume::{unknown_type_message, Requested};
 use crate::schema::{structural, Costume, Family, FieldRow, TableSchema};
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 use crate::tenant_schema;
 
 pub async fn handler(
@@ -78,134 +79,141 @@ pub async fn create(
     new: NewField,
 ) -> ApiResult<Value> {
     let mut client = state.db.client_for(database_id).await?;
-    let tx = client.transaction().await?;
-    placements::fence(&tx, database_id, Need::Structure).await?;
-    let tag = structural::begin(&tx, database_id).await?;
-    let schema = state.schemas.get_locked(&tx, database_id).await?;
-    let table = schema.table(table_id).ok_or(ApiError::NotFound)?;
-    check_cap(table, 1)?;
-    let field_id = ids::new_tagged(Kind::Field, &tag);
-    let position = next_position(table);
-    let env = filter_env(&schema)?;
-    let family = new.requested.family();
-    if let Some(name) = &new.name {
-        if table.field_named(name).is_some() {
-            return Err(name_taken(name));
+    let field_id = fenced_transaction_on(&mut client, database_id, Need::Structure, async |tx| {
+        let tag = structural::begin(tx, database_id).await?;
+        let schema = state.schemas.get_locked(tx, database_id).await?;
+        let table = schema.table(table_id).ok_or(ApiError::NotFound)?;
+        check_cap(table, 1)?;
+        let field_id = ids::new_tagged(Kind::Field, &tag);
+        let position = next_position(table);
+        let env = filter_env(&schema)?;
+        let family = new.requested.family();
+        if let Some(name) = &new.name {
+            if table.field_named(name).is_some() {
+                return Err(name_taken(name));
+            }
         }
-    }
-    let mut row = FieldRow {
-        id: field_id.clone(),
-        table_id: table.id.clone(),
-        name: new.name.clone().unwrap_or_default(),
-        costume: Costume::SingleLineText,
-        options: Map::new(),
-        position,
-        sql_type: None,
-        created_at: Utc::now(),
-    };
+        let mut row = FieldRow {
+            id: field_id.clone(),
+            table_id: table.id.clone(),
+            name: new.name.clone().unwrap_or_default(),
+            costume: Costume::SingleLineText,
+            options: Map::new(),
+            position,
+            sql_type: None,
+            created_at: Utc::now(),
+        };
 
-    match (family, new.requested) {
-        (Family::Scalar | Family::Attachment | Family::Select, Requested::Stored(costume)) => {
-            let mut opts = scalar::normalize(new.options, None)?;
-            if family == Family::Select {
-                opts = select::normalize(opts, None)?;
-            }
-            let sql_type = costume
-                .column_type(scalar::include_time(&opts))
-                .ok_or_else(|| anyhow::anyhow!("{costume:?} has no column type"))?;
-            row.costume = costume;
-            tenant_schema::add_column(&tx, database_id, table_id, &field_id, sql_type).await?;
-            if costume.supports_unique() && scalar::wants_unique(&opts) {
-                tenant_schema::create_unique_index(&tx, database_id, table_id, &field_id, sql_type)
+        match (family, new.requested) {
+            (Family::Scalar | Family::Attachment | Family::Select, Requested::Stored(costume)) => {
+                let mut opts = scalar::normalize(new.options, None)?;
+                if family == Family::Select {
+                    opts = select::normalize(opts, None)?;
+                }
+                let sql_type = costume
+                    .column_type(scalar::include_time(&opts))
+                    .ok_or_else(|| anyhow::anyhow!("{costume:?} has no column type"))?;
+                row.costume = costume;
+                tenant_schema::add_column(tx, database_id, table_id, &field_id, sql_type).await?;
+                if costume.supports_unique() && scalar::wants_unique(&opts) {
+                    tenant_schema::create_unique_index(
+                        tx,
+                        database_id,
+                        table_id,
+                        &field_id,
+                        sql_type,
+                    )
                     .await??;
+                }
+                row.options = opts;
+                row.sql_type = Some(sql_type.to_owned());
             }
-            row.options = opts;
-            row.sql_type = Some(sql_type.to_owned());
-        }
-        (Family::Button, _) => {
-            row.options = settle_button(&tx, database_id, &new.options).await?;
-            row.costume = Costume::Button;
-        }
-        (Family::Formula, _) => {
-            let expression = formula::expression(&new.options)?.to_owned();
-            let compiled = formula::compile(&expression, table, None)?;
-            row.costume = formula::costume_of(compiled.result);
-            row.options = formula::settle(Map::new(), new.options, &compiled, false)?;
-            let sql_type = compiled.result.sql_type();
-            formulas::store_generated(
-                &tx,
-                database_id,
-                table_id,
-                &field_id,
-                sql_type,
-                &compiled.sql,
-                &row.name,
-            )
-            .await?;
-            row.sql_type = Some(sql_type.to_owned());
-        }
-        (Family::Lookup | Family::Rollup, _) => {
-            let settled = lookup_rollup::settle(family, &new.options, &schema, table, &env)?;
-            row.costume = settled.costume;
-            row.options = settled.options;
-            if new.name.is_none() {
-                row.name = lookup_rollup::dedupe(table, &settled.derived_name);
+            (Family::Button, _) => {
+                row.options = settle_button(tx, database_id, &new.options).await?;
+                row.costume = Costume::Button;
             }
-        }
-        (Family::Link, _) => {
-            let mirror_id = ids::new_tagged(Kind::Field, &tag);
-            let plan = link::plan_create(
-                new.options,
-                &schema,
-                table,
-                &tag,
-                &field_id,
-                &row.name,
-                &mirror_id,
-                &env,
-            )?;
-            let target = schema
-                .table(&plan.target_table_id)
-                .ok_or_else(|| anyhow::anyhow!("link target vanished"))?;
-            if target.id == table.id {
-                check_cap(table, 2)?;
-            } else {
-                check_cap(target, 1)?;
-            }
-            row.costume = Costume::Link;
-            row.options = plan.forward;
-            let mirror = FieldRow {
-                id: mirror_id,
-                table_id: target.id.clone(),
-                name: plan.mirror_name,
-                costume: Costume::Link,
-                options: plan.mirror,
-                position: if target.id == table.id {
-                    position + 1
-                } else {
-                    next_position(target)
-                },
-                sql_type: None,
-                created_at: Utc::now(),
-            };
-            tenant_schema::create_connector(&tx, database_id, &field_id, &table.id, &target.id)
+            (Family::Formula, _) => {
+                let expression = formula::expression(&new.options)?.to_owned();
+                let compiled = formula::compile(&expression, table, None)?;
+                row.costume = formula::costume_of(compiled.result);
+                row.options = formula::settle(Map::new(), new.options, &compiled, false)?;
+                let sql_type = compiled.result.sql_type();
+                formulas::store_generated(
+                    tx,
+                    database_id,
+                    table_id,
+                    &field_id,
+                    sql_type,
+                    &compiled.sql,
+                    &row.name,
+                )
                 .await?;
-            catalog::fields::insert(&tx, database_id, &row).await?;
-            catalog::fields::insert(&tx, database_id, &mirror).await?;
+                row.sql_type = Some(sql_type.to_owned());
+            }
+            (Family::Lookup | Family::Rollup, _) => {
+                let settled = lookup_rollup::settle(family, &new.options, &schema, table, &env)?;
+                row.costume = settled.costume;
+                row.options = settled.options;
+                if new.name.is_none() {
+                    row.name = lookup_rollup::dedupe(table, &settled.derived_name);
+                }
+            }
+            (Family::Link, _) => {
+                let mirror_id = ids::new_tagged(Kind::Field, &tag);
+                let plan = link::plan_create(
+                    new.options,
+                    &schema,
+                    table,
+                    &tag,
+                    &field_id,
+                    &row.name,
+                    &mirror_id,
+                    &env,
+                )?;
+                let target = schema
+                    .table(&plan.target_table_id)
+                    .ok_or_else(|| anyhow::anyhow!("link target vanished"))?;
+                if target.id == table.id {
+                    check_cap(table, 2)?;
+                } else {
+                    check_cap(target, 1)?;
+                }
+                row.costume = Costume::Link;
+                row.options = plan.forward;
+                let mirror = FieldRow {
+                    id: mirror_id,
+                    table_id: target.id.clone(),
+                    name: plan.mirror_name,
+                    costume: Costume::Link,
+                    options: plan.mirror,
+                    position: if target.id == table.id {
+                        position + 1
+                    } else {
+                        next_position(target)
+                    },
+                    sql_type: None,
+                    created_at: Utc::now(),
+                };
+                tenant_schema::create_connector(tx, database_id, &field_id, &table.id, &target.id)
+                    .await?;
+                catalog::fields::insert(tx, database_id, &row).await?;
+                catalog::fields::insert(tx, database_id, &mirror).await?;
+            }
+            (Family::Scalar | Family::Attachment | Family::Select, Requested::Door(_)) => {
+                return Err(anyhow::anyhow!("a door resolved to a stored family").into())
+            }
         }
-        (Family::Scalar | Family::Attachment | Family::Select, Requested::Door(_)) => {
-            return Err(anyhow::anyhow!("a door resolved to a stored family").into())
+        lookup_rollup::check_expansion(&schema, std::slice::from_ref(&row))?;
+        if row.costume != Costume::Link {
+            catalog::fields::insert(tx, database_id, &row).await?;
         }
-    }
-    lookup_rollup::check_expansion(&schema, std::slice::from_ref(&row))?;
-    if row.costume != Costume::Link {
-        catalog::fields::insert(&tx, database_id, &row).await?;
-    }
-    if table.display_field_id.is_none() && row.costume.can_name_record() {
-        tables::set_display_field(&tx, table_id, Some(&field_id)).await?;
-    }
-    structural::finish(&tx, database_id, user_id).await?;
-    tx.commit().await?;
+        if table.display_field_id.is_none() && row.costume.can_name_record() {
+            tables::set_display_field(tx, table_id, Some(&field_id)).await?;
+        }
+        structural::finish(tx, database_id, user_id).await?;
+        Ok(field_id)
+    })
+    .await?;
 
     let schema = state.schemas.get(&mut client, database_id).await?;
     let field = schema

@@ -23,12 +23,13 @@ use deadpool_postgres::Transaction;
 use serde_json::{json, Value};
 
 use crate::auth::Editor;
-use crate::catalog::placements::{self, Need};
+use crate::catalog::placements::Need;
 use crate::catalog::{self, tables};
+use crate::db::{fenced_transaction_on, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::fields::formulas;
 use crate::schema::{structural, Costume, DatabaseSchema, Family};
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 use crate::tenant_schema;
 
 pub async fn handler(
@@ -53,19 +54,19 @@ pub async fn delete(
     field_id: &str,
 ) -> ApiResult<()> {
     let mut client = state.db.client_for(database_id).await?;
-    let tx = client.transaction().await?;
-    placements::fence(&tx, database_id, Need::Structure).await?;
-    structural::begin(&tx, database_id).await?;
-    let schema = state.schemas.get_locked(&tx, database_id).await?;
-    if schema.field(field_id).is_none() {
-        return Err(ApiError::NotFound);
-    }
-    let doomed = cascade(&schema, &[field_id.to_owned()]);
-    refuse_if_formula_reads(&schema, &doomed)?;
-    drop_fields(&tx, &schema, &doomed, None).await?;
-    structural::finish(&tx, database_id, user_id).await?;
-    tx.commit().await?;
-    Ok(())
+    fenced_transaction_on(&mut client, database_id, Need::Structure, async |tx| {
+        structural::begin(tx, database_id).await?;
+        let schema = state.schemas.get_locked(tx, database_id).await?;
+        if schema.field(field_id).is_none() {
+            return Err(ApiError::NotFound);
+        }
+        let doomed = cascade(&schema, &[field_id.to_owned()]);
+        refuse_if_formula_reads(&schema, &doomed)?;
+        drop_fields(tx, &schema, &doomed, None).await?;
+        structural::finish(tx, database_id, user_id).await?;
+        Ok(())
+    })
+    .await
 }
 
 /// `start` plus everything that goes with it: link mirrors, and the

@@ -9,10 +9,11 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use crate::auth::Reader;
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::fields::options::select;
 use crate::schema::Family;
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 
 pub async fn handler(
     Reader(access): Reader,

@@ -29,11 +29,12 @@ use deadpool_postgres::GenericClient;
 use serde_json::{json, Map, Value};
 
 use crate::catalog;
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::fields::options::button;
 use crate::http::body::json_kind;
 use crate::schema::DatabaseSchema;
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 
 /// Runs a field write (timed as `op`) and answers `{"field": ...}`: the
 /// tail every field route that returns a field shares.

@@ -8,8 +8,9 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use crate::config::HEALTH_TIMEOUT_MS;
+use crate::db::DbOp;
 use crate::error::ApiResult;
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 
 pub async fn handler(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     let probe = state.db.measured(DbOp::Health, async {

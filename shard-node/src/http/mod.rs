@@ -3,6 +3,7 @@
 pub mod body;
 pub mod guard;
 pub mod health;
+pub mod metrics_page;
 pub mod trace;
 
 use axum::routing::{get, post, MethodRouter};
@@ -31,8 +32,8 @@ fn streamed(route: MethodRouter<AppState>) -> MethodRouter<AppState> {
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/internal/health", get(health::handler))
-        .route("/metrics", get(crate::metrics::handler))
-        .route("/internal/databases/lookup", post(databases::list::lookup))
+        .route("/metrics", get(metrics_page::handler))
+        .route("/internal/databases/lookup", post(databases::list::handler))
         .route("/api/databases", post(databases::create::handler))
         .route(
             "/api/databases/{id}",
@@ -131,14 +132,17 @@ pub fn router(state: AppState) -> Router {
                 .delete(webhooks::delete::handler),
         )
         .route("/api/webhooks/{id}/secret", post(webhooks::secret::handler))
-        .route("/api/webhooks/{id}/test", post(webhooks::test::handler))
+        .route(
+            "/api/webhooks/{id}/test",
+            post(webhooks::send_test::handler),
+        )
         .route(
             "/api/webhooks/{id}/deliveries",
-            get(webhooks::deliveries::list_handler),
+            get(webhooks::deliveries::handler),
         )
         .route(
             "/api/webhooks/{id}/deliveries/{delivery_id}/replay",
-            post(webhooks::deliveries::replay_handler),
+            post(webhooks::replay::handler),
         )
         .fallback(not_found)
         .method_not_allowed_fallback(not_found)

@@ -26,7 +26,6 @@ use crate::fields::name_taken;
 use crate::fields::options::{self, scalar, select};
 use crate::import::convert::{cell_json, select_values};
 use crate::import::plan::{importable, not_importable, Action, Entry};
-use crate::import::repeats;
 use crate::import::sheet::Sheet;
 use crate::records::cells::write::{prepare, Prepared};
 use crate::schema::{Costume, DatabaseSchema, Family, FieldRow, TableSchema};
@@ -361,15 +360,6 @@ impl<'a> Converter<'a> {
             }
         })
     }
-}
-
-/// Every row converted once and checked (nothing kept), then values
-/// repeated in a unique field refused ([`repeats`]); returns how many
-/// data rows the file has.
-pub fn check(converter: &Converter, sheet: &mut Sheet) -> ApiResult<usize> {
-    let rows = sheet.for_each_row(|r, row| converter.row(r, row).map(drop))?;
-    repeats::refuse(converter, sheet, rows)?;
-    Ok(rows)
 }
 
 pub fn quote(v: &str) -> String {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::import::check::check;
 use crate::import::plan::{parse_plan, Entry};
 use crate::import::sheet::open;
 

@@ -1,7 +1,8 @@
 //! `POST /api/databases/{id}/import` (part B "Import").
 //!
 //! * [`sheet`]: a spreadsheet read as a stream of text rows, again on
-//!   every pass ([`sheet_csv`], [`sheet_xlsx`], [`sheet_xls`] per format):
+//!   every pass ([`sheet_csv`], [`sheet_xlsx`], [`sheet_xls`] per format,
+//!   [`sheet_cells`] what they share):
 //!   nothing is held but the file's bytes, the row being read and what
 //!   the pass keeps, so memory does not grow with the file's rows;
 //! * the preview: [`guess`] (one costume per column) and [`preview`] (the
@@ -9,11 +10,13 @@
 //! * the run: [`plan`] (the `target` and `plan` parts), [`convert`] (a
 //!   text cell as the JSON a record write takes), [`columns`] (the plan
 //!   checked against file and table, every cell converted, before any
-//!   write), [`repeats`] (values repeated in a unique field) and [`run`]
+//!   write), [`repeats`] (values repeated in a unique field), [`check`]
+//!   (both over the whole file) and [`run`]
 //!   (the writes, converting again batch by batch);
 //! * [`api`]: the handler.
 
 pub mod api;
+pub mod check;
 pub mod columns;
 pub mod convert;
 pub mod guess;
@@ -22,6 +25,7 @@ pub mod preview;
 pub mod repeats;
 pub mod run;
 pub mod sheet;
+pub mod sheet_cells;
 pub mod sheet_csv;
 pub mod sheet_xls;
 pub mod sheet_xlsx;

@@ -25,19 +25,21 @@ use cluster_protocol::ids::{self, Kind};
 use serde_json::{json, Value};
 
 use crate::auth::Access;
-use crate::catalog::placements::{self, Need};
+use crate::catalog::placements::Need;
+use crate::db::{fenced_transaction_on, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::fields;
+use crate::import::check;
 use crate::import::columns::{self, Column, Converter, Source};
 use crate::import::plan::{Entry, Target};
 use crate::import::sheet::{self, Sheet};
 use crate::records::cells::write::Prepared;
-use crate::records::events::{Outbox, RecordEvent, Written};
 use crate::records::{store, write};
 use crate::schema::costume::Requested;
 use crate::schema::DatabaseSchema;
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 use crate::tables;
+use crate::webhooks::outbox::{Outbox, RecordEvent, Written};
 
 /// Rows per transaction on an existing table (part B).
 pub const BATCH: usize = 100;
@@ -82,7 +84,7 @@ pub async fn run(
         let mut sheet = sheet::open(&filename, bytes)?;
         let cols = columns::resolve(table.as_ref(), &plan, &mut sheet)?;
         let converter = Converter::new(&schema, table.as_ref(), &cols, &env);
-        let total = columns::check(&converter, &mut sheet)?;
+        let total = check::check(&converter, &mut sheet)?;
         let file = Checked {
             sheet,
             schema,
@@ -318,20 +320,20 @@ async fn write_rows(
         let written = state
             .db
             .measured(DbOp::ImportRecords, async {
-                let tx = client.transaction().await?;
-                placements::fence(&tx, database_id, Need::Write).await?;
-                let ctx =
-                    write::Ctx::load(&tx, &state.schemas, &state.links, database_id, table_id)
+                fenced_transaction_on(&mut client, database_id, Need::Write, async |tx| {
+                    let ctx =
+                        write::Ctx::load(tx, &state.schemas, &state.links, database_id, table_id)
+                            .await?;
+                    let batch = with_ids(&ctx, batch)?;
+                    let ids: Vec<String> = batch.iter().map(|(id, _)| id.clone()).collect();
+                    let mut outbox = Outbox::open(&ctx, n);
+                    write::insert(tx, &ctx, user_id, &batch).await?;
+                    outbox
+                        .written(tx, &[Written::new(RecordEvent::Created, &ids)])
                         .await?;
-                let batch = with_ids(&ctx, batch)?;
-                let ids: Vec<String> = batch.iter().map(|(id, _)| id.clone()).collect();
-                let mut outbox = Outbox::open(&ctx, n);
-                write::insert(&tx, &ctx, user_id, &batch).await?;
-                outbox
-                    .written(&tx, &[Written::new(RecordEvent::Created, &ids)])
-                    .await?;
-                tx.commit().await?;
-                Ok(ctx.record_table)
+                    Ok(ctx.record_table)
+                })
+                .await
             })
             .await;
         match written {

@@ -6,7 +6,7 @@
 use csv_core::{ReadRecordResult, Reader};
 
 use crate::error::{ApiError, ApiResult};
-use crate::import::sheet::Rows;
+use crate::import::sheet_cells::Rows;
 use crate::import::MAX_COLUMNS;
 
 /// First size of the buffer a row's text is read into (it grows as a long

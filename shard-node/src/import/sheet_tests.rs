@@ -1,4 +1,5 @@
 use super::*;
+use crate::import::sheet_cells::{cell_name, column_letters};
 
 fn message(e: ApiError) -> String {
     match e {

@@ -13,7 +13,7 @@ use std::io::{Cursor, Read};
 use calamine::Reader as _;
 
 use crate::error::{ApiError, ApiResult};
-use crate::import::sheet::{cell_text, check_cell, fmt_thousands, not_a_spreadsheet, Rows};
+use crate::import::sheet_cells::{cell_text, check_cell, fmt_thousands, not_a_spreadsheet, Rows};
 
 /// Most sheets an `.xls` may have.
 pub const MAX_XLS_SHEETS: usize = 100;

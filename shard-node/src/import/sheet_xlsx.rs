@@ -21,7 +21,7 @@ use std::io::{Cursor, Read};
 use calamine::Reader as _;
 
 use crate::error::{ApiError, ApiResult};
-use crate::import::sheet::{cell_name, cell_text, check_cell, not_a_spreadsheet, Rows};
+use crate::import::sheet_cells::{cell_name, cell_text, check_cell, not_a_spreadsheet, Rows};
 
 /// Most bytes an `.xlsx` may inflate to, all parts together.
 pub const MAX_INFLATED_BYTES: u64 = 200 * 1024 * 1024;

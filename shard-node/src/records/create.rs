@@ -8,15 +8,16 @@ use axum::Json;
 use cluster_protocol::ids::{self, Kind};
 use serde_json::{Map, Value};
 
-use super::events::{Outbox, RecordEvent, Written};
 use super::reply::Shape;
 use super::{batch, write};
 use crate::attachments::fetch;
 use crate::attachments::place::{self, Mode};
 use crate::auth::{Held, HeldWrite};
+use crate::db::DbOp;
 use crate::error::ApiResult;
 use crate::http::body::JsonObject;
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
+use crate::webhooks::outbox::{Outbox, RecordEvent, Written};
 
 pub async fn handler(
     access: HeldWrite,

@@ -9,13 +9,14 @@ use axum::Json;
 use cluster_protocol::control::Role;
 use serde_json::{json, Value};
 
-use super::events::{Outbox, RecordEvent, Written};
 use super::{batch, check_batch_len, check_live, record_ids, store, write};
 use crate::auth::Held;
 use crate::auth::{Access, Editor};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{parse_object, RawBody};
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
+use crate::webhooks::outbox::{Outbox, RecordEvent, Written};
 
 /// 403 message for an editor acting on someone else's record in the trash
 /// operations (part C lists no wording for it).

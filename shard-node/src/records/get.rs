@@ -13,9 +13,10 @@ use super::store;
 use super::table::RecordTable;
 use crate::attachments::shown;
 use crate::auth::{Checked, HeldRead};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::schema::DatabaseSchema;
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 
 pub async fn handler(
     read: HeldRead,

@@ -24,10 +24,11 @@ use super::table::RecordTable;
 use crate::attachments::shown::Shown;
 use crate::auth::{Access, Checked, HeldRead};
 use crate::catalog::views::{self, View};
+use crate::db::{Db, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::schema::DatabaseSchema;
-use crate::state::{AppState, Db, DbOp};
+use crate::state::AppState;
 
 pub async fn get_handler(
     read: HeldRead,

@@ -7,8 +7,6 @@
 //! * [`reply`]: how records are shaped for a reply (`key_by`, `flat`,
 //!   companion maps); [`page`] writes a list page's reply in that shape
 //!   straight from the rows.
-//! * [`events`]: the one place where record writes hand their events to
-//!   webhooks, inside the write's transaction.
 //! * [`statistics`]: `ANALYZE` of a table after large writes, so a table
 //!   just loaded is planned for its real size.
 
@@ -16,7 +14,6 @@ pub mod bookmarks;
 pub mod cells;
 pub mod create;
 pub mod delete;
-pub mod events;
 pub mod get;
 pub mod kept_plans;
 pub mod list;

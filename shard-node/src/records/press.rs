@@ -8,7 +8,7 @@
 //!   with `, `, link cells by display text, unset cells empty). A
 //!   placeholder naming no field is left as written.
 //! * A `webhook` button enqueues one `button.pressed` delivery for its
-//!   webhook (`events::button_pressed`, in a transaction of its own) and
+//!   webhook (`outbox::button_pressed`, in a transaction of its own) and
 //!   replies `{action:'webhook', delivered:true, webhook_id}`; 404 when the
 //!   webhook is gone.
 //!
@@ -23,13 +23,15 @@ use super::cells::read;
 use super::cells::write::resolve;
 use super::reply::{self, Shape};
 use super::table::RecordTable;
-use super::{events, store, write};
+use super::{store, write};
 use crate::auth::Held;
 use crate::auth::{Access, Editor};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::schema::{Family, TableSchema};
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
+use crate::webhooks::outbox;
 
 pub async fn handler(
     Editor(access): Editor,
@@ -108,7 +110,7 @@ async fn press_webhook(
                 .option_str("webhook_id")
                 .filter(|w| !w.is_empty())
                 .ok_or(ApiError::NotFound)?;
-            events::button_pressed(tx, ctx, button, record_id, webhook_id, access.user_id())
+            outbox::button_pressed(tx, ctx, button, record_id, webhook_id, access.user_id())
                 .await?;
             Ok(json!({"action": "webhook", "delivered": true, "webhook_id": webhook_id}))
         },

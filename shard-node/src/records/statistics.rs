@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::state::{Db, DbOp};
+use crate::db::{Db, DbOp};
 
 /// Rows written since the last analysis before a table is analyzed again,
 /// at least ...

@@ -466,6 +466,28 @@ pub async fn exists_in_any(
     Ok(row.map(|r| r.get::<_, bool>(0)).unwrap_or(false))
 }
 
+/// Whether `id` is a live (not trashed) record of the table `qualified`.
+pub async fn is_live(
+    c: &impl GenericClient,
+    qualified: &str,
+    id: &str,
+) -> Result<bool, tokio_postgres::Error> {
+    let sql = format!("SELECT 1 FROM {qualified} WHERE id = $1 AND deleted_at IS NULL");
+    Ok(c.query_opt(&sql, &[&id]).await?.is_some())
+}
+
+/// [`is_live`], holding a key-share lock on the live record: a purge
+/// racing with the caller's transaction waits for it.
+pub async fn lock_live(
+    c: &impl GenericClient,
+    qualified: &str,
+    id: &str,
+) -> Result<bool, tokio_postgres::Error> {
+    let sql =
+        format!("SELECT 1 FROM {qualified} WHERE id = $1 AND deleted_at IS NULL FOR KEY SHARE");
+    Ok(c.query_opt(&sql, &[&id]).await?.is_some())
+}
+
 /// Live ids among `ids` in the table `qualified`.
 pub async fn live_ids(
     c: &impl GenericClient,
@@ -581,7 +603,7 @@ pub async fn match_keys(
 /// of every condition. Without conditions the statement (its text is fixed
 /// per table and schema version) is prepared once per session; with them
 /// it is sent typed and unprepared, so the request leaves on the future's
-/// first poll (`events::guarded` pipelines it between savepoint commands).
+/// first poll (`outbox::guarded` pipelines it between savepoint commands).
 pub async fn by_ids_checked(
     c: &deadpool_postgres::Transaction<'_>,
     t: &RecordTable,

@@ -9,16 +9,17 @@ use axum::extract::{Path, Query, State};
 use axum::Json;
 use serde_json::{Map, Value};
 
-use super::events::{self, Outbox, RecordEvent, Written};
 use super::reply::Shape;
 use super::{batch, check_live, store, write};
 use crate::attachments::fetch;
 use crate::attachments::place::{self, Mode};
 use crate::auth::{Held, HeldWrite};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::json::format_ts;
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
+use crate::webhooks::outbox::{self, Outbox, RecordEvent, Written};
 
 pub async fn handler(
     access: HeldWrite,
@@ -143,7 +144,7 @@ pub async fn update(
             }
             let supplied: Vec<Vec<String>> = rows
                 .iter()
-                .map(|(_, p)| events::supplied_fields(ctx, p))
+                .map(|(_, p)| outbox::supplied_fields(ctx, p))
                 .collect();
             let mut outbox = Outbox::open(ctx, ids.len());
             outbox.read_before(tx, &ids).await?;

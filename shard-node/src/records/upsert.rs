@@ -25,17 +25,18 @@ use deadpool_postgres::Transaction;
 use serde_json::{json, Map, Value};
 
 use super::cells::write::{resolve, Prepared};
-use super::events::{self, Outbox, RecordEvent, Written};
 use super::reply::{self, Shape};
 use super::write::{self, Ctx};
 use super::{batch, store};
 use crate::attachments::fetch::{self, Fetched};
 use crate::attachments::place::{self, Mode};
 use crate::auth::{Held, HeldWrite};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::schema::{Costume, Family, FieldRow};
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
+use crate::webhooks::outbox::{self, Outbox, RecordEvent, Written};
 
 pub async fn handler(
     access: HeldWrite,
@@ -286,7 +287,7 @@ async fn upsert_in(
     }
     let supplied: Vec<Vec<String>> = updates
         .iter()
-        .map(|(_, p)| events::supplied_fields(ctx, p))
+        .map(|(_, p)| outbox::supplied_fields(ctx, p))
         .collect();
     let mut outbox = Outbox::open(ctx, items.len());
     let updated_ids: Vec<String> = updates.iter().map(|(id, _)| id.clone()).collect();

@@ -2,7 +2,7 @@
 //! with the table's [`Ctx`] ([`in_transaction`]), convert cells, write
 //! columns and links, bump the other end of link writes, read the records
 //! back inside the transaction. Each path hands its events to webhooks
-//! (`events::Outbox`) in the same transaction.
+//! ([`crate::webhooks::outbox::Outbox`]) in the same transaction.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,10 +20,11 @@ use crate::attachments::links::Links;
 use crate::attachments::shown;
 use crate::auth::Held;
 use crate::catalog::placements;
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::schema::cache::SchemaCache;
 use crate::schema::{DatabaseSchema, TableSchema};
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 use crate::tenant_schema;
 
 /// Runs one record write of `rows` records, timed as `op`: opens a
@@ -363,7 +364,7 @@ pub async fn read_back(
 /// The reply of a create or update: `ids` read back inside the write's
 /// transaction with every field, shaped as `shape` asks. `read` are the
 /// records as already read after the write with every field (by the
-/// outbox, `events::Outbox::records_read`), when it has them all.
+/// outbox, `outbox::Outbox::records_read`), when it has them all.
 pub async fn reply(
     tx: &impl GenericClient,
     ctx: &Ctx,

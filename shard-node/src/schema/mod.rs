@@ -7,12 +7,15 @@
 //!
 //! [`cache::SchemaCache`] keeps one loaded model per database and reloads it
 //! when `databases.schema_version` moved (every structural change bumps it in
-//! its own transaction, see [`structural`]).
+//! its own transaction, see [`structural`]). [`rules`]: the webhooks a
+//! record write consults, carried by the model (a rule change bumps
+//! `schema_version`).
 
 pub mod cache;
 pub mod costume;
 pub mod expansion;
 mod filters;
+pub mod rules;
 pub mod structural;
 
 use std::collections::HashMap;
@@ -23,8 +26,8 @@ use serde_json::{json, Map, Value};
 
 pub use costume::{Costume, Family, StorageKind};
 
-use crate::webhooks::rules::Rule;
 use filters::FilterSchemas;
+use rules::Rule;
 
 /// How many levels of lookup `conditions` naming lookups with conditions
 /// a filter schema follows.
@@ -183,7 +186,7 @@ pub struct DatabaseSchema {
     /// In `position`, `created_at` order.
     pub tables: Vec<TableSchema>,
     /// The database's webhooks, as record writes consult them
-    /// (`webhooks::rules`); a change of one bumps the version.
+    /// (`schema::rules`); a change of one bumps the version.
     pub webhooks: Vec<Rule>,
     by_id: HashMap<String, usize>,
     filter_schemas: FilterSchemas,
@@ -254,7 +257,7 @@ impl DatabaseSchema {
         let (own, other) = link.connector_columns();
         Some(filter_lang::LinkSpec {
             schema: self.database_id.clone(),
-            connector: connector_name(link.connector_owner()?),
+            connector: crate::tenant_schema::connector_name(link.connector_owner()?),
             own_column: own.to_owned(),
             other_column: other.to_owned(),
             target_table: target.to_owned(),
@@ -427,11 +430,6 @@ pub fn formula_field(f: &FieldRow) -> formula_lang::SchemaField {
         column: f.id.clone(),
         kind,
     }
-}
-
-/// The connector table of a link pair (unquoted): `lnk_<forward field id>`.
-pub fn connector_name(forward_field_id: &str) -> String {
-    format!("lnk_{forward_field_id}")
 }
 
 /// The schema formulas of `table` compile against.

@@ -10,10 +10,10 @@ use crate::error::{ApiError, ApiResult};
 
 /// Raises the transaction's statement time limit to the schema one (a
 /// change may rewrite a table) while bounding its lock waits
-/// ([`crate::state::SCHEMA_LIMITS_SQL`]), then locks the database row;
+/// ([`crate::db::SCHEMA_LIMITS_SQL`]), then locks the database row;
 /// returns its routing tag. 404 when not held.
 pub async fn begin(tx: &Transaction<'_>, database_id: &str) -> ApiResult<String> {
-    tx.batch_execute(crate::state::SCHEMA_LIMITS_SQL).await?;
+    tx.batch_execute(crate::db::SCHEMA_LIMITS_SQL).await?;
     databases::lock(tx, database_id)
         .await?
         .ok_or(ApiError::NotFound)

@@ -11,8 +11,9 @@ use serde_json::{json, Value};
 use crate::auth::Editor;
 use crate::catalog::share_links::{self, token_digest, New};
 use crate::catalog::views;
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 
 pub async fn handler(
     Editor(access): Editor,

@@ -21,13 +21,14 @@ use super::bookmark::{replace_head_bookmark, SealKey};
 use crate::auth::ShareReader;
 use crate::catalog::share_links::{self, token_digest};
 use crate::catalog::views::{self, View};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::fields::formulas::dependents;
 use crate::records::list::{list_held, view_columns, ListParams};
 use crate::records::page::JsonBytes;
 use crate::records::reply::Shape;
 use crate::schema::TableSchema;
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 
 /// The query parameters a shared view takes.
 pub const ALLOWED: [&str; 2] = ["page_size", "bookmark"];

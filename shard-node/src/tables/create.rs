@@ -8,14 +8,14 @@ use cluster_protocol::ids::{self, Kind};
 use serde_json::{json, Value};
 
 use crate::auth::Editor;
-use crate::catalog::placements::{self, Need};
 use crate::catalog::tables;
 use crate::catalog::tables::Table;
 use crate::config::MAX_TABLES_PER_DATABASE;
+use crate::db::{Db, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{required_name, JsonObject};
 use crate::schema::structural;
-use crate::state::{AppState, Db, DbOp};
+use crate::state::AppState;
 use crate::tenant_schema;
 
 pub async fn handler(
@@ -31,24 +31,22 @@ pub async fn handler(
 }
 
 pub async fn create(db: &Db, database_id: &str, user_id: &str, name: &str) -> ApiResult<Table> {
-    db.measured(DbOp::CreateTable, async {
-        let mut client = db.client_for(database_id).await?;
-        let tx = client.transaction().await?;
-        placements::fence(&tx, database_id, Need::Structure).await?;
-        let tag = structural::begin(&tx, database_id).await?;
-        let (count, max_position) = tables::count_and_max_position(&tx, database_id).await?;
-        if count >= MAX_TABLES_PER_DATABASE {
-            return Err(ApiError::bad_request(format!(
-                "A database can hold at most {MAX_TABLES_PER_DATABASE} tables."
-            )));
-        }
-        let table_id = ids::new_tagged(Kind::Table, &tag);
-        let mut table = tables::insert(&tx, &table_id, database_id, name, max_position + 1).await?;
-        tenant_schema::create_table(&tx, database_id, &table_id).await?;
-        structural::finish(&tx, database_id, user_id).await?;
-        tx.commit().await?;
-        table.fields = Some(Vec::new());
-        Ok(table)
-    })
-    .await
+    let mut table = db
+        .in_structural_transaction(database_id, DbOp::CreateTable, async |tx| {
+            let tag = structural::begin(tx, database_id).await?;
+            let (count, max_position) = tables::count_and_max_position(tx, database_id).await?;
+            if count >= MAX_TABLES_PER_DATABASE {
+                return Err(ApiError::bad_request(format!(
+                    "A database can hold at most {MAX_TABLES_PER_DATABASE} tables."
+                )));
+            }
+            let table_id = ids::new_tagged(Kind::Table, &tag);
+            let table = tables::insert(tx, &table_id, database_id, name, max_position + 1).await?;
+            tenant_schema::create_table(tx, database_id, &table_id).await?;
+            structural::finish(tx, database_id, user_id).await?;
+            Ok(table)
+        })
+        .await?;
+    table.fields = Some(Vec::new());
+    Ok(table)
 }

@@ -12,12 +12,12 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use crate::auth::{DeleteTable, Owner};
-use crate::catalog::placements::{self, Need};
 use crate::catalog::tables;
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::fields::delete::{cascade, drop_fields};
 use crate::schema::structural;
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 use crate::tenant_schema;
 
 pub async fn handler(
@@ -37,22 +37,18 @@ pub async fn delete(
 ) -> ApiResult<()> {
     state
         .db
-        .measured(DbOp::DeleteTable, async {
-            let mut client = state.db.client_for(database_id).await?;
-            let tx = client.transaction().await?;
-            placements::fence(&tx, database_id, Need::Structure).await?;
-            structural::begin(&tx, database_id).await?;
-            let schema = state.schemas.get_locked(&tx, database_id).await?;
+        .in_structural_transaction(database_id, DbOp::DeleteTable, async |tx| {
+            structural::begin(tx, database_id).await?;
+            let schema = state.schemas.get_locked(tx, database_id).await?;
             let table = schema.table(table_id).ok_or(ApiError::NotFound)?;
             let own: Vec<String> = table.fields.iter().map(|f| f.id.clone()).collect();
             let doomed: HashSet<String> = cascade(&schema, &own);
-            drop_fields(&tx, &schema, &doomed, Some(table_id)).await?;
-            if !tables::delete(&tx, database_id, table_id).await? {
+            drop_fields(tx, &schema, &doomed, Some(table_id)).await?;
+            if !tables::delete(tx, database_id, table_id).await? {
                 return Err(ApiError::NotFound);
             }
-            tenant_schema::drop_table(&tx, database_id, table_id).await?;
-            structural::finish(&tx, database_id, user_id).await?;
-            tx.commit().await?;
+            tenant_schema::drop_table(tx, database_id, table_id).await?;
+            structural::finish(tx, database_id, user_id).await?;
             Ok(())
         })
         .await

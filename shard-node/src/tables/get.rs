@@ -5,9 +5,10 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use crate::auth::Reader;
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::schema::TableJson;
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 
 pub async fn handler(
     Reader(access): Reader,

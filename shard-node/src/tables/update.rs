@@ -7,13 +7,13 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use crate::auth::Editor;
-use crate::catalog::placements::{self, Need};
 use crate::catalog::tables;
 use crate::catalog::tables::Table;
+use crate::db::{Db, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{required_name, JsonObject};
 use crate::schema::structural;
-use crate::state::{AppState, Db, DbOp};
+use crate::state::AppState;
 
 pub async fn handler(
     Editor(access): Editor,
@@ -34,16 +34,12 @@ pub async fn rename(
     table_id: &str,
     name: &str,
 ) -> ApiResult<Table> {
-    db.measured(DbOp::RenameTable, async {
-        let mut client = db.client_for(database_id).await?;
-        let tx = client.transaction().await?;
-        placements::fence(&tx, database_id, Need::Structure).await?;
-        structural::begin(&tx, database_id).await?;
-        let table = tables::rename(&tx, database_id, table_id, name)
+    db.in_structural_transaction(database_id, DbOp::RenameTable, async |tx| {
+        structural::begin(tx, database_id).await?;
+        let table = tables::rename(tx, database_id, table_id, name)
             .await?
             .ok_or(ApiError::NotFound)?;
-        structural::finish(&tx, database_id, user_id).await?;
-        tx.commit().await?;
+        structural::finish(tx, database_id, user_id).await?;
         Ok(table)
     })
     .await

@@ -13,12 +13,13 @@ use serde_json::{Map, Value};
 use crate::attachments::links::Links;
 use crate::attachments::shown;
 use crate::auth::Reader;
+use crate::db::{Db, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::json::format_ts;
 use crate::records::reply::{self, Shape};
 use crate::records::table::RecordTable;
 use crate::records::{cells, filter_error, page_size, store};
-use crate::state::{AppState, Db, DbOp};
+use crate::state::AppState;
 
 /// What a trash bookmark is signed under: this table's trash listing.
 fn order(table_id: &str) -> String {

@@ -13,11 +13,13 @@ use serde_json::{json, Value};
 use crate::auth::Held;
 use crate::auth::{Access, Editor};
 use crate::catalog::{attachments, comments};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::records::delete::deleted_reply;
-use crate::records::{events, store, write};
-use crate::state::{AppState, DbOp};
+use crate::records::{store, write};
+use crate::state::AppState;
+use crate::webhooks::outbox;
 
 pub async fn handler(
     Editor(access): Editor,
@@ -61,7 +63,7 @@ pub async fn purge(
             let purged: Vec<&str> = ids.iter().map(String::as_str).collect();
             attachments::delete_for_records(tx, table_id, &purged).await?;
             comments::delete_for_records(tx, table_id, &purged).await?;
-            events::purged(tx, ctx, Some(ids)).await
+            outbox::purged(tx, ctx, Some(ids)).await
         },
     )
     .await
@@ -80,7 +82,7 @@ pub async fn purge_all(state: &AppState, access: &Access, table_id: &str) -> Api
             let ids: Vec<&str> = purged.iter().map(String::as_str).collect();
             attachments::delete_for_records(tx, table_id, &ids).await?;
             comments::delete_for_records(tx, table_id, &ids).await?;
-            events::purged(tx, ctx, None).await?;
+            outbox::purged(tx, ctx, None).await?;
             Ok(purged.len() as u64)
         },
     )

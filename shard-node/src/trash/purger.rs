@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use crate::catalog::placements::{self, Need};
+use crate::catalog::placements::Need;
 use crate::catalog::{attachments, comments, tables};
 use crate::config::TrashSettings;
+use crate::db::{fenced_transaction_on, Db, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::records::store;
-use crate::state::{Db, DbOp};
 use crate::tenant_schema;
 
 /// One pass: returns how many records were removed.
@@ -30,23 +30,32 @@ pub async fn purge_expired(db: &Db, retention: Duration) -> ApiResult<u64> {
             let qualified = tenant_schema::table(database_id, table_id)?;
             // The records and their attachments in one transaction, behind
             // the write fence: a database moved away since the listing is
-            // skipped (the transaction rolls back on drop).
-            let tx = client.transaction().await?;
-            match placements::fence(&tx, database_id, Need::Write).await {
+            // skipped (nothing written).
+            let outcome =
+                fenced_transaction_on(&mut client, database_id, Need::Write, async |tx| {
+                    match store::purge_expired(tx, &qualified, cutoff).await {
+                        Ok(ids) => {
+                            let purged: Vec<&str> = ids.iter().map(String::as_str).collect();
+                            attachments::delete_for_records(tx, table_id, &purged).await?;
+                            comments::delete_for_records(tx, table_id, &purged).await?;
+                            Ok(ids.len() as u64)
+                        }
+                        // A table dropped between the listing and the delete:
+                        // the failed transaction's commit rolls it back.
+                        Err(e)
+                            if e.code()
+                                == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) =>
+                        {
+                            Ok(0)
+                        }
+                        Err(e) => Err(e.into()),
+                    }
+                })
+                .await;
+            match outcome {
+                Ok(n) => removed += n,
                 Err(ApiError::Misplaced) => continue,
-                fenced => fenced?,
-            }
-            match store::purge_expired(&tx, &qualified, cutoff).await {
-                Ok(ids) => {
-                    let purged: Vec<&str> = ids.iter().map(String::as_str).collect();
-                    attachments::delete_for_records(&tx, table_id, &purged).await?;
-                    comments::delete_for_records(&tx, table_id, &purged).await?;
-                    tx.commit().await?;
-                    removed += ids.len() as u64;
-                }
-                // A table dropped between the listing and the delete.
-                Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) => {}
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             }
         }
         Ok(removed)

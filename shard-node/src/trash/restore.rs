@@ -7,12 +7,13 @@ use serde_json::{Map, Value};
 
 use crate::auth::Held;
 use crate::auth::{Access, Editor};
+use crate::db::DbOp;
 use crate::error::ApiResult;
 use crate::http::body::JsonObject;
-use crate::records::events::{Outbox, RecordEvent, Written};
 use crate::records::reply::{self, Shape};
 use crate::records::{cells, store, write};
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
+use crate::webhooks::outbox::{Outbox, RecordEvent, Written};
 
 pub async fn handler(
     Editor(access): Editor,

@@ -6,9 +6,10 @@ use cluster_protocol::ids::{self, Kind};
 use serde_json::{json, Value};
 
 use crate::catalog::views::{self, View};
+use crate::db::{Db, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{required_name, JsonObject};
-use crate::state::{AppState, Db, DbOp};
+use crate::state::AppState;
 use crate::views::{parse_config, ViewEditor};
 
 pub async fn handler(

@@ -5,8 +5,9 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use crate::catalog::views;
+use crate::db::{Db, DbOp};
 use crate::error::{ApiError, ApiResult};
-use crate::state::{AppState, Db, DbOp};
+use crate::state::AppState;
 use crate::views::ViewEditor;
 
 pub async fn handler(

@@ -15,8 +15,8 @@
 use serde_json::Value;
 
 use crate::catalog::placements;
+use crate::db::Db;
 use crate::schema::{Costume, Family};
-use crate::state::Db;
 
 /// The field whose column a view config's first sort would index, if any,
 /// and whether the column is text.

@@ -37,19 +37,20 @@ use filter_lang::Params;
 
 use super::matching::{self, Cause, Scope};
 use super::payload::{self, Event, Source};
-use super::rules::{PayloadKey, Rule, Trigger};
 use crate::catalog::databases;
 use crate::catalog::match_sweep::{self, START};
 use crate::catalog::outbox::{self, ClockWebhook, Enqueue, Match, NewDelivery};
 use crate::catalog::placements::{self, Need};
+use crate::db::{transaction_on, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::json::format_ts;
 use crate::records::cells::read;
-use crate::records::events::guarded;
 use crate::records::store;
 use crate::records::table::RecordTable;
+use crate::schema::rules::{PayloadKey, Rule, Trigger};
 use crate::schema::DatabaseSchema;
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
+use crate::webhooks::outbox::guarded;
 
 /// What one pass (or one webhook's part of it) did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -148,17 +149,27 @@ async fn batch_one(
     w: &ClockWebhook,
     limit: usize,
 ) -> ApiResult<Option<Batch>> {
-    let tx = client.transaction().await?;
+    // A skipped batch has written nothing: its transaction commits empty.
+    transaction_on(client, async |tx| batch_in(state, tx, w, limit).await).await
+}
+
+/// [`batch_one`]'s work, in its transaction.
+async fn batch_in(
+    state: &AppState,
+    tx: &deadpool_postgres::Transaction<'_>,
+    w: &ClockWebhook,
+    limit: usize,
+) -> ApiResult<Option<Batch>> {
     // The database moved (or is at its cutover) since the listing.
-    match placements::fence(&tx, &w.database_id, Need::Write).await {
+    match placements::fence(tx, &w.database_id, Need::Write).await {
         Err(ApiError::Misplaced) => return Ok(None),
         fenced => fenced?,
     }
-    let Some(cursor) = outbox::lock_for_pass(&tx, &w.id).await? else {
+    let Some(cursor) = outbox::lock_for_pass(tx, &w.id).await? else {
         return Ok(None);
     };
     let after = cursor.unwrap_or_else(|| START.to_owned());
-    let (schema, database_name) = state.schemas.get_for_write(&tx, &w.database_id).await?;
+    let (schema, database_name) = state.schemas.get_for_write(tx, &w.database_id).await?;
     let Some(rule) = schema.webhook(&w.id) else {
         return Ok(None);
     };
@@ -182,11 +193,10 @@ async fn batch_one(
         .map(|t| t.qualified())
         .collect::<Result<Vec<_>, _>>()?;
     let wanted = i64::try_from(limit).unwrap_or(i64::MAX);
-    let window = match_sweep::window(&tx, &qualified, &rule.id, &after, wanted).await?;
+    let window = match_sweep::window(tx, &qualified, &rule.id, &after, wanted).await?;
     let swept = window.len() < limit;
     let Some(upto) = window.last() else {
-        end_sweep(&tx, rule, &w.database_id).await?;
-        tx.commit().await?;
+        end_sweep(tx, rule, &w.database_id).await?;
         return Ok(Some(Batch {
             rows: 0,
             deliveries: 0,
@@ -205,15 +215,15 @@ async fn batch_one(
             Some(sql) => sql,
         };
         let found = guarded(
-            &tx,
-            match_sweep::matching_between(&tx, q, &condition, params.values(), &after, upto),
+            tx,
+            match_sweep::matching_between(tx, q, &condition, params.values(), &after, upto),
         )
         .await?
         .unwrap_or_default();
         now.push((table.id.clone(), found));
     }
     let matching: HashSet<String> = now.iter().flat_map(|(_, ids)| ids).cloned().collect();
-    let remembered: HashSet<String> = match_sweep::memory_between(&tx, &rule.id, &after, upto)
+    let remembered: HashSet<String> = match_sweep::memory_between(tx, &rule.id, &after, upto)
         .await?
         .into_iter()
         .collect();
@@ -221,7 +231,7 @@ async fn batch_one(
     let pair = |r: String| -> Match { (rule.id.clone(), r) };
     let forget: Vec<Match> = t.left.into_iter().map(pair).collect();
     let remember: Vec<Match> = t.entered.into_iter().map(pair).collect();
-    let entered: HashSet<String> = outbox::update_memory(&tx, &w.database_id, &forget, &remember)
+    let entered: HashSet<String> = outbox::update_memory(tx, &w.database_id, &forget, &remember)
         .await?
         .into_iter()
         .map(|(_, r)| r)
@@ -242,17 +252,16 @@ async fn batch_one(
                 .cloned()
                 .collect();
             if !ids.is_empty() {
-                rows.extend(source.deliveries(&tx, table_id, &ids).await?);
+                rows.extend(source.deliveries(tx, table_id, &ids).await?);
             }
         }
-        sent = outbox::enqueue(&tx, &w.database_id, &rows, Enqueue::Delivering).await? as usize;
+        sent = outbox::enqueue(tx, &w.database_id, &rows, Enqueue::Delivering).await? as usize;
     }
     if swept {
-        end_sweep(&tx, rule, &w.database_id).await?;
+        end_sweep(tx, rule, &w.database_id).await?;
     } else {
-        match_sweep::set_cursor(&tx, &rule.id, Some(upto)).await?;
+        match_sweep::set_cursor(tx, &rule.id, Some(upto)).await?;
     }
-    tx.commit().await?;
     Ok(Some(Batch {
         rows: window.len(),
         deliveries: sent,

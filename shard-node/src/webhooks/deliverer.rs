@@ -37,9 +37,9 @@ use super::send::{self, Request};
 use crate::catalog::databases::bump_schema_version;
 use crate::catalog::deliveries::{self, After, Attempted, ClaimLimits, Claimed};
 use crate::config::WebhookSettings;
+use crate::db::{transaction_on, Db, DbOp};
 use crate::egress::Egress;
 use crate::error::ApiResult;
-use crate::state::{Db, DbOp};
 
 /// Longest sleep of an idle deliverer (a missed notification costs at most
 /// this much delay).
@@ -306,12 +306,14 @@ impl Deliverer {
             self.db
                 .measured(DbOp::RecordAttempts, async {
                     let mut client = self.db.deliverer_client().await?;
-                    let tx = client.transaction().await?;
-                    let paused = deliveries::record_attempts(&tx, batch).await?;
-                    for database_id in &paused {
-                        bump_schema_version(&tx, database_id).await?;
-                    }
-                    tx.commit().await?;
+                    let paused = transaction_on(&mut client, async |tx| {
+                        let paused = deliveries::record_attempts(tx, batch).await?;
+                        for database_id in &paused {
+                            bump_schema_version(tx, database_id).await?;
+                        }
+                        Ok(paused)
+                    })
+                    .await?;
                     if !paused.is_empty() {
                         tracing::warn!(
                             databases = ?paused,

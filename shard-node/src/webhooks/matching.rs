@@ -5,7 +5,7 @@
 //! fires again when it next comes to match. Trashed and purged records
 //! leave the memory too.
 //!
-//! The decisions are pure functions here; `records::events` (writes) and
+//! The decisions are pure functions here; `webhooks::outbox` (writes) and
 //! `webhooks::clock` (the time-driven pass) read and write the memory.
 
 use std::collections::HashSet;

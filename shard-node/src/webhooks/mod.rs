@@ -2,8 +2,6 @@
 //!
 //! * [`api`]: the nine routes of part B's table, one file per verb.
 //! * [`validate`]: save-time checks of a webhook body.
-//! * [`rules`]: the webhooks a record write consults, carried by the cached
-//!   schema model (a rule change bumps `schema_version`).
 //! * [`payload`]: the JSON body of each event kind.
 //! * [`matching`]: `record_matches` memory and transitions.
 //! * [`clock`]: the time-driven `record_matches` pass.
@@ -14,16 +12,16 @@
 //! * [`fairness`]: what each database may still claim (in flight, per
 //!   minute).
 //!
-//! Record writes hand their events over in `records::events`, inside the
-//! write's transaction (the outbox).
+//! * [`outbox`]: the one place where record writes hand their events to
+//!   webhooks, inside the write's transaction.
 
 pub mod api;
 pub mod clock;
 pub mod deliverer;
 pub mod fairness;
 pub mod matching;
+pub mod outbox;
 pub mod payload;
-pub mod rules;
 pub mod send;
 pub mod sign;
 pub mod validate;

@@ -10,9 +10,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::rules::PayloadKey;
 use crate::records::reply::{self, ReadField, Shape};
 use crate::records::store::StoredRecord;
+use crate::schema::rules::PayloadKey;
 
 /// Where the event happened.
 #[derive(Debug, Clone, Copy)]

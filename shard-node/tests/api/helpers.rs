@@ -88,7 +88,7 @@ pub struct TestApp {
     pub addr: SocketAddr,
     pub http: reqwest::Client,
     pub pg: tokio_postgres::Client,
-    pub db: shard_node::state::Db,
+    pub db: shard_node::db::Db,
 }
 
 /// A response: status and parsed JSON body (Null when not JSON).
@@ -323,7 +323,7 @@ pub fn node_state(
         local_blobs(),
         AttachmentSettings::default(),
     );
-    let db = shard_node::state::Db::connect_with(url, 4, DbLimits::default()).unwrap();
+    let db = shard_node::db::Db::connect_with(url, 4, DbLimits::default()).unwrap();
     shard_node::state::AppState::new(&config, db).unwrap()
 }
 
@@ -350,7 +350,7 @@ pub async fn connect_to(addr: SocketAddr, url: &str) -> TestApp {
     for _ in 0..100 {
         if let Ok(r) = http.get(&health).send().await {
             if r.status() == 200 {
-                let db = shard_node::state::Db::connect(url, 2).unwrap();
+                let db = shard_node::db::Db::connect(url, 2).unwrap();
                 return TestApp { addr, http, pg, db };
             }
         }

@@ -16,10 +16,11 @@ use serde_json::{json, Value};
 use super::secret::new_secret;
 use crate::auth::Editor;
 use crate::catalog::{databases, webhooks};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::schema::structural;
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 use crate::webhooks::validate::{self, Changes, Config, MAX_WEBHOOKS_PER_DATABASE};
 
 pub async fn handler(

@@ -9,9 +9,10 @@ use serde_json::{json, Value};
 
 use crate::auth::Editor;
 use crate::catalog::{databases, webhooks};
+use crate::db::{Db, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::schema::structural;
-use crate::state::{AppState, Db, DbOp};
+use crate::state::AppState;
 
 pub async fn handler(
     Editor(access): Editor,

@@ -7,8 +7,9 @@ use serde_json::{json, Value};
 
 use crate::auth::Reader;
 use crate::catalog::webhooks::{self, Webhook};
+use crate::db::{Db, DbOp};
 use crate::error::{ApiError, ApiResult};
-use crate::state::{AppState, Db, DbOp};
+use crate::state::AppState;
 
 pub async fn handler(
     Reader(access): Reader,

@@ -10,9 +10,10 @@ use serde_json::{json, Value};
 use crate::auth::Editor;
 use crate::catalog::databases;
 use crate::catalog::webhooks::{self, SigningSecret, Webhook};
+use crate::db::{Db, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::schema::structural;
-use crate::state::{AppState, Db, DbOp};
+use crate::state::AppState;
 
 /// Random bytes in a secret (48 hex characters).
 const SECRET_BYTES: usize = 24;

@@ -20,10 +20,11 @@ use serde_json::{json, Value};
 
 use crate::auth::Editor;
 use crate::catalog::{databases, webhooks};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonObject;
 use crate::schema::structural;
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 use crate::webhooks::validate::{self, Changes, Config};
 
 pub async fn handler(

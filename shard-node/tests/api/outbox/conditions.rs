@@ -119,7 +119,7 @@ async fn a_failing_condition_statement_leaves_the_transaction_usable() {
     )
     .await
     .unwrap();
-    let failed = shard_node::records::events::guarded(
+    let failed = shard_node::webhooks::outbox::guarded(
         &tx,
         tx.query_typed("SELECT 1 / (x - 1) FROM t_guard", &[]),
     )
@@ -127,7 +127,7 @@ async fn a_failing_condition_statement_leaves_the_transaction_usable() {
     .unwrap();
     assert!(failed.is_none());
     let ok =
-        shard_node::records::events::guarded(&tx, tx.query_typed("SELECT x FROM t_guard", &[]))
+        shard_node::webhooks::outbox::guarded(&tx, tx.query_typed("SELECT x FROM t_guard", &[]))
             .await
             .unwrap()
             .unwrap();

@@ -4,8 +4,8 @@
 
 use shard_node::catalog::databases;
 use shard_node::catalog::placements::{self, Need};
+use shard_node::db::DbOp;
 use shard_node::error::ApiError;
-use shard_node::state::DbOp;
 use tokio_postgres::error::SqlState;
 
 use super::*;

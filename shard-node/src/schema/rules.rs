@@ -1,12 +1,12 @@
 //! The webhooks a record write consults, as the cached schema model
-//! carries them ([`crate::schema::DatabaseSchema::webhooks`]): a change of
+//! carries them ([`super::DatabaseSchema::webhooks`]): a change of
 //! anything here bumps `databases.schema_version` (webhook routes, the
 //! match clock), so a write reads its rules with no query of its own and a
 //! table without a rule costs nothing.
 
 use serde_json::Value;
 
-use crate::schema::{DatabaseSchema, TableSchema};
+use super::{DatabaseSchema, TableSchema};
 
 /// `trigger_type` (part A, Webhook).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,7 +114,7 @@ impl Rule {
                 return None;
             }
         };
-        if crate::schema::expansion::check_filter(&filter, &fschema).is_err() {
+        if super::expansion::check_filter(&filter, &fschema).is_err() {
             tracing::debug!(webhook = %self.id, "webhook conditions over the expansion cap");
             return None;
         }

@@ -8,7 +8,7 @@
 //! some, one statement reads the written records as the payload shows them
 //! together with every rule's conditions (inside a savepoint, so conditions
 //! that fail at run time count as not matching and never fail the write),
-//! `record_matches` rules move their memory (`webhooks::matching`), and one
+//! `record_matches` rules move their memory ([`crate::webhooks::matching`]), and one
 //! statement writes the deliveries and NOTIFYs the deliverer.
 //!
 //! A write of [`NO_DELIVERIES_FROM`] records or more enqueues nothing (the
@@ -21,17 +21,17 @@ use cluster_protocol::ids::{self, Kind};
 use deadpool_postgres::Transaction;
 use filter_lang::Params;
 
-use super::cells::ReadSet;
-use super::store::{self, StoredRecord};
-use super::write::Ctx;
 use crate::attachments::shown;
 use crate::catalog::outbox::{self, Enqueue, Match, NewDelivery};
 use crate::error::{ApiError, ApiResult};
 use crate::json::format_ts;
+use crate::records::cells::ReadSet;
+use crate::records::store::{self, StoredRecord};
+use crate::records::write::Ctx;
+use crate::schema::rules::{Rule, Trigger};
 use crate::schema::FieldRow;
 use crate::webhooks::matching::{self, Cause, Scope};
 use crate::webhooks::payload::{self, ButtonPress, ButtonRef, Event, Source};
-use crate::webhooks::rules::{Rule, Trigger};
 
 /// Part C: a write of this many records or more enqueues no deliveries.
 pub const NO_DELIVERIES_FROM: usize = 50;
@@ -91,7 +91,10 @@ impl<'a> Written<'a> {
 }
 
 /// The fields a record's write supplied, in the table's field order.
-pub fn supplied_fields(ctx: &Ctx, prepared: &super::cells::write::Prepared) -> Vec<String> {
+pub fn supplied_fields(
+    ctx: &Ctx,
+    prepared: &crate::records::cells::write::Prepared,
+) -> Vec<String> {
     let Ok(table) = ctx.table() else {
         return Vec::new();
     };
@@ -112,7 +115,7 @@ pub fn supplied_fields(ctx: &Ctx, prepared: &super::cells::write::Prepared) -> V
 /// after it ([`Outbox::written`]).
 pub struct Outbox<'c> {
     ctx: &'c Ctx,
-    rules: Vec<&'c crate::webhooks::rules::Rule>,
+    rules: Vec<&'c crate::schema::rules::Rule>,
     /// 50 records or more: the memory moves, nothing is enqueued.
     quiet: bool,
     /// The records' cells as the payload shows them (every field).

@@ -24,10 +24,11 @@ use serde_json::{json, Map, Value};
 
 use crate::auth::Editor;
 use crate::catalog::{databases, webhooks};
+use crate::db::DbOp;
 use crate::error::{ApiError, ApiResult};
 use crate::json::format_ts;
 use crate::schema::{Costume, FieldRow, StorageKind, TableSchema};
-use crate::state::{AppState, DbOp};
+use crate::state::AppState;
 use crate::webhooks::send::{self, Outcome, Request};
 
 /// The event of a test delivery.
