@@ -30,7 +30,7 @@ async fn key_budget_headers_on_success_and_error() {
     ok.expect_ok();
     assert_eq!(ok.header("x-ratelimit-limit"), Some("600"));
     let first = remaining(&ok);
-    assert!(first <= 599 && first >= 0);
+    assert!((0..=599).contains(&first));
     let missing = person.api.get("/api/tables/tbl_000000000000").await;
     missing.expect_error(404, "not_found");
     assert_eq!(missing.header("x-ratelimit-limit"), Some("600"));

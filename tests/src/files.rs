@@ -97,7 +97,7 @@ pub async fn upload(api: &Api, db: &str) -> Upload {
     // An upload is not in the cell until a write puts its id there (part B).
     api.patch(
         &format!("/api/tables/{table}/records"),
-        json!({"records": [{"id": record, "fields": {"Files": [id(&uploaded)]}}]}),
+        json!({"records": [{"id": record, "fields": {"Files": [id(uploaded)]}}]}),
     )
     .await
     .expect_ok();

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use service_kit::metrics as pool_metrics;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime, Timeouts};
+use service_kit::metrics as pool_metrics;
 use tokio_postgres::NoTls;
 
 use crate::cancel::PgConn;

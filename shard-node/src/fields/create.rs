@@ -44,7 +44,7 @@ pub struct NewField {
 pub fn parse(body: &Map<String, Value>) -> ApiResult<NewField> {
     let requested = match string_member(body, "type")? {
         None => return Err(ApiError::bad_request("type is required.")),
-        Some(t) if t.is_empty() => return Err(ApiError::bad_request("type must not be blank.")),
+        Some("") => return Err(ApiError::bad_request("type must not be blank.")),
         Some(t) => {
             Requested::parse(t).ok_or_else(|| ApiError::bad_request(unknown_type_message(t)))?
         }

@@ -44,7 +44,7 @@ struct Layout<'a> {
     cells: Vec<(&'a str, Slot)>,
 }
 
-fn key<'a>(f: &'a ReadField, shape: Shape) -> &'a str {
+fn key(f: &ReadField, shape: Shape) -> &str {
     if shape.key_by_id {
         &f.id
     } else {

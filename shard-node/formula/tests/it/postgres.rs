@@ -102,8 +102,8 @@ fn texts() -> Vec<String> {
     .map(|s| quote_literal(s).unwrap())
     .collect();
     v.push("NULL".into());
-    v.push(format!("repeat('x', 100000)"));
-    v.push(format!("repeat('9', 5000)"));
+    v.push("repeat('x', 100000)".to_string());
+    v.push("repeat('9', 5000)".to_string());
     v
 }
 

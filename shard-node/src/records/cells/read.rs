@@ -209,6 +209,10 @@ fn batched(
     }
 }
 
+/// One link field's page join: its id, the join's alias, and per element
+/// read through it (element, aggregate, column).
+type LinkGroup<'a> = (String, String, Vec<(String, &'a str, String)>);
+
 /// Rewrites the link cells and condition-free lookups of `fields` to read
 /// from the page joins it returns (see [`page_set`]).
 fn batch_links(
@@ -218,7 +222,7 @@ fn batch_links(
     params: &mut Params,
 ) -> Vec<PageJoin> {
     // link field id -> (alias, [(element, aggregate, column)])
-    let mut groups: Vec<(String, String, Vec<(String, &str, String)>)> = Vec::new();
+    let mut groups: Vec<LinkGroup> = Vec::new();
     for rf in fields.iter_mut() {
         let Some(f) = table.field(&rf.id) else {
             continue;
