@@ -23,7 +23,7 @@ pub fn default_pool_size() -> usize {
 /// the next page while another's reply is in flight. More sessions than
 /// that only time-slice against each other: on two cores, 16 connections
 /// put the p99 of record pages at up to 1.5 times what four gave, and four
-/// about 7 ms above three (loadtest/README.md, "Records").
+/// about 7 ms above three (docs/performance.md, "Records").
 pub fn pool_size_for(cpus: usize) -> usize {
     (cpus + 1).max(3)
 }

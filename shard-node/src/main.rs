@@ -4,7 +4,7 @@ use shard_node::config::Config;
 /// mimalloc instead of glibc malloc: a records page allocates and frees
 /// thousands of small strings and JSON nodes, and glibc's malloc/free
 /// (`malloc_consolidate`, `_int_free`) was a quarter of the node's CPU
-/// profile under load (loadtest/README.md, records).
+/// profile under load (docs/performance.md, "Records").
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -48,7 +48,7 @@ pub async fn drop_schema(c: &impl GenericClient, database_id: &str) -> anyhow::R
 /// (`COLLATE "C"`): they are ASCII, the order is the same as the code-point
 /// order of `C.UTF-8`, and PostgreSQL then compares with `memcmp` instead of
 /// `strcoll` in every index descent, keyset seek and id tie-break (sorted
-/// record pages: 29 and 52 % more per second in loadtest/README.md).
+/// record pages: 29 and 52 % more per second in docs/performance.md, "Records").
 pub async fn create_table(
     c: &impl GenericClient,
     database_id: &str,

@@ -10,7 +10,7 @@
 //! benchmark). When no index gives the order, every plan of the page is a
 //! scan and a top-N sort whatever the values, and a kept plan only saves
 //! the planning (about a third of a filtered page's PostgreSQL time on
-//! 10,000 rows; `loadtest/README.md`, hot path). So a page keeps a plan
+//! 10,000 rows; `docs/performance.md`, "Hot path"). So a page keeps a plan
 //! only when it is sorted by a key no index of its table begins with.
 //!
 //! The first key columns of a table's indexes are read from the catalog

@@ -21,7 +21,7 @@ use super::store::select_list;
 /// The outer query finds each page row again by the `ctid` the inner one
 /// read it at (a TID scan, same statement and snapshot, so the same row
 /// version) rather than by id: no second primary-key descent per row,
-/// 12-22 % less PostgreSQL CPU per page (loadtest/README.md, records).
+/// 12-22 % less PostgreSQL CPU per page (docs/performance.md, "Records").
 ///
 /// `resume` (a bookmark's continuation) is filter-lang's: the inner query
 /// is [`filter_lang::SortPlan::page_sql`], which seeks in an index on the
