@@ -7,12 +7,14 @@
 //! * [`shutdown`]: the SIGINT/SIGTERM future the binaries drain on.
 //! * [`telemetry`]: tracing set-up shared by the three binaries.
 //! * [`metrics`]: the Prometheus recorder and the series every service has.
+//! * [`routes`]: the one table of the public API's routes.
 
 pub mod control;
 pub mod error;
 pub mod ids;
 pub mod metrics;
 pub mod principal;
+pub mod routes;
 pub mod shutdown;
 pub mod telemetry;
 
@@ -21,8 +23,8 @@ pub const SERVICE_NAME: &str = "tabula";
 
 /// The largest request body a router forwards and a shard reads: the router
 /// buffers a body whole to sign its digest, and refuses (400) a larger one.
-/// The streamed routes ([`principal::is_streamed_route`]: uploads, imports)
-/// are not buffered and have caps of their own.
+/// The streamed routes (uploads, imports: [`routes::Body::Streamed`] in
+/// the route table) are not buffered and have caps of their own.
 pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 /// [`MAX_BODY_BYTES`] as messages name it.
 pub const MAX_BODY_TEXT: &str = "10 MiB";

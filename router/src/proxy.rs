@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use cluster_protocol::control::Placement;
+use cluster_protocol::routes::Streamed;
 use http::{HeaderValue, Response};
 use hyper::body::Incoming;
 
@@ -19,7 +20,7 @@ use crate::errors::{full, ApiError, Body};
 use crate::forward::{client_response, prepare_body, request_headers, shard_failure};
 use crate::principal_sign::Request;
 use crate::state::AppState;
-use crate::streamed::{self, Destination, StreamedRoute};
+use crate::streamed::{self, Destination};
 use crate::trace::{self, RequestSpan};
 use crate::{hold, link_target, misplaced, upload_limit};
 
@@ -27,14 +28,16 @@ pub async fn forward(
     state: &AppState,
     caller: &Caller,
     tag: &str,
-    import: bool,
+    streamed: Option<Streamed>,
     req: http::Request<Incoming>,
     span: &RequestSpan,
 ) -> Result<Response<Body>, ApiError> {
-    let streamed = StreamedRoute::of(req.method(), req.uri().path());
     if let Some(route) = streamed {
-        route.check_declared(req.headers())?;
+        streamed::check_declared(route, req.headers())?;
     }
+    // The import preview does not check membership (part B): the shard
+    // settles who may import.
+    let import = streamed == Some(Streamed::Import);
     let placement = hold::placement(state, tag, span).await?;
     let db = placement.database_id.as_str();
     if !caller.key.record.databases.allows(db) {

@@ -25,7 +25,7 @@ use tokio::net::TcpListener;
 
 use crate::errors::ApiError;
 use crate::state::AppState;
-use crate::{handler, metrics};
+use crate::{handler, metrics, routes};
 
 pub async fn serve(
     listener: TcpListener,
@@ -74,7 +74,7 @@ pub async fn serve(
                     }
                     Err(_) => {
                         tracing::warn!("shedding load: too many requests in flight");
-                        let route = metrics::route_template(req.method(), req.uri().path());
+                        let route = routes::classify(req.method(), req.uri().path()).label;
                         metrics::Measured::start(req.method(), route)
                             .finish(http::StatusCode::TOO_MANY_REQUESTS);
                         ApiError::RateLimited {
