@@ -25,7 +25,7 @@ use tokio::net::TcpListener;
 
 use crate::errors::ApiError;
 use crate::state::AppState;
-use crate::{handler, metrics, routes};
+use crate::{edge::handler, edge::metrics, edge::routes};
 
 pub async fn serve(
     listener: TcpListener,

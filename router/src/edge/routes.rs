@@ -524,7 +524,8 @@ mod tests {
     /// so a route added there without a template here fails.
     #[test]
     fn every_documented_path_is_its_own_label() {
-        let doc: serde_json::Value = serde_json::from_str(crate::openapi::DOCUMENT).unwrap();
+        let doc: serde_json::Value =
+            serde_json::from_str(crate::answers::openapi::DOCUMENT).unwrap();
         let paths = doc["paths"].as_object().unwrap();
         for (template, ops) in paths {
             // A sample path: each `{...}` segment becomes a tagged id.

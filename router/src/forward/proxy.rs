@@ -15,14 +15,14 @@ use cluster_protocol::routes::Streamed;
 use http::{HeaderValue, Response};
 use hyper::body::Incoming;
 
-use crate::auth::Caller;
+use crate::edge::trace::{self, RequestSpan};
 use crate::errors::{full, ApiError, Body};
-use crate::forward::{client_response, prepare_body, request_headers, shard_failure};
-use crate::principal_sign::Request;
+use crate::forward::client::{client_response, prepare_body, request_headers, shard_failure};
+use crate::forward::principal_sign::Request;
+use crate::forward::streamed::{self, Destination};
+use crate::gate::auth::Caller;
 use crate::state::AppState;
-use crate::streamed::{self, Destination};
-use crate::trace::{self, RequestSpan};
-use crate::{hold, link_target, misplaced, upload_limit};
+use crate::{forward::hold, forward::link_target, forward::misplaced, gate::upload_limit};
 
 pub async fn forward(
     state: &AppState,

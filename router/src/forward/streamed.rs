@@ -23,14 +23,14 @@ use http::{HeaderMap, Response};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use crate::auth::Caller;
+use crate::edge::trace::{self, RequestSpan};
 use crate::errors::{ApiError, Body};
-use crate::forward::{
+use crate::forward::client::{
     client_response, declared_length, read_limited, request_headers, shard_failure,
 };
+use crate::forward::stream_body::{Cut, StreamedBody};
+use crate::gate::auth::Caller;
 use crate::state::AppState;
-use crate::stream_body::{Cut, StreamedBody};
-use crate::trace::{self, RequestSpan};
 
 const MIB: u64 = 1024 * 1024;
 /// A refused body declared this small is read and dropped first, so the

@@ -9,7 +9,7 @@ use http::{Response, StatusCode};
 use crate::errors::{json, Body};
 
 /// The document, as served.
-pub const DOCUMENT: &str = include_str!("../openapi.json");
+pub const DOCUMENT: &str = include_str!("../../openapi.json");
 
 pub fn answer() -> Response<Body> {
     json(StatusCode::OK, DOCUMENT)
