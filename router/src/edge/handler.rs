@@ -154,7 +154,7 @@ async fn dispatch(
     let gated = match target {
         Target::Health => {
             return match auth::shield(state, req.headers(), &address).await {
-                Ok(()) => health::answer(state).await,
+                Ok(()) => health::answer(&state.health, &state.control).await,
                 Err(e) => e.into_response(),
             }
         }
