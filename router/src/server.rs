@@ -23,9 +23,9 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
+use crate::edge::{handler, metrics, routes};
 use crate::errors::ApiError;
 use crate::state::AppState;
-use crate::{edge::handler, edge::metrics, edge::routes};
 
 pub async fn serve(
     listener: TcpListener,

@@ -10,12 +10,14 @@ use std::sync::Arc;
 use cluster_protocol::control::client::ControlPlaneClient;
 use tokio::sync::Semaphore;
 
-use crate::{
-    answers::health::HealthCache, config::Config, forward::client::Forwarder,
-    forward::placement::PlacementStore, forward::principal_sign::Signer, gate::access::AccessStore,
-    gate::keys::KeyStore, gate::limiter_lua::Limiter, gate::redis_conn::RedisPool,
-    gate::upload_limit::UploadLimiter, registry::Registry,
+use crate::answers::health::HealthCache;
+use crate::config::Config;
+use crate::forward::{client::Forwarder, placement::PlacementStore, principal_sign::Signer};
+use crate::gate::{
+    access::AccessStore, keys::KeyStore, limiter_lua::Limiter, redis_conn::RedisPool,
+    upload_limit::UploadLimiter,
 };
+use crate::registry::Registry;
 
 /// Idle Redis connections kept for the limiter (one per request in flight).
 const REDIS_MAX_IDLE: usize = 64;

@@ -16,8 +16,8 @@ use hyper::body::Incoming;
 use crate::edge::trace::{self, RequestSpan};
 use crate::errors::{empty, ApiError, Body};
 use crate::forward::client::{shard_failure, X_FORWARDED_FOR};
+use crate::forward::{hold, misplaced};
 use crate::state::AppState;
-use crate::{forward::hold, forward::misplaced};
 
 /// Redis key prefix of the per-address file shield.
 const SHIELD_PREFIX: &str = "router:rl:files:";

@@ -19,8 +19,9 @@ use crate::edge::trace::{self, RequestSpan};
 use crate::errors::{empty, ApiError, Body};
 use crate::forward::client::{client_response, request_headers, shard_failure};
 use crate::forward::principal_sign;
+use crate::forward::{hold, misplaced};
+use crate::gate::auth;
 use crate::state::AppState;
-use crate::{forward::hold, forward::misplaced, gate::auth};
 
 /// Answers a share read; `tag` is `None` for a malformed token (404).
 pub async fn serve(

@@ -9,16 +9,15 @@ use tracing::Instrument;
 use cluster_protocol::metrics::METRICS_ROUTE;
 use cluster_protocol::routes::Streamed;
 
+use crate::answers::{databases, files, health, members, openapi, share, whoami};
 use crate::edge::metrics::{self, Measured};
 use crate::edge::routes::{classify, Classified, MemberAction, Route};
 use crate::edge::trace::RequestSpan;
 use crate::errors::{ApiError, Body};
 use crate::forward::client::X_FORWARDED_FOR;
+use crate::forward::proxy;
+use crate::gate::{auth, bearer};
 use crate::state::AppState;
-use crate::{
-    answers::databases, answers::files, answers::health, answers::members, answers::openapi,
-    answers::share, answers::whoami, forward::proxy, gate::auth, gate::bearer,
-};
 
 /// The owned form of a route, so the request can be consumed afterwards.
 enum Target {

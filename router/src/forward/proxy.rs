@@ -20,9 +20,10 @@ use crate::errors::{full, ApiError, Body};
 use crate::forward::client::{client_response, prepare_body, request_headers, shard_failure};
 use crate::forward::principal_sign::Request;
 use crate::forward::streamed::{self, Destination};
+use crate::forward::{hold, link_target, misplaced};
 use crate::gate::auth::Caller;
+use crate::gate::upload_limit;
 use crate::state::AppState;
-use crate::{forward::hold, forward::link_target, forward::misplaced, gate::upload_limit};
 
 pub async fn forward(
     state: &AppState,
