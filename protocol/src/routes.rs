@@ -5,7 +5,7 @@
 //!
 //! The router classifies each request once from it (`router::routes`); the
 //! shard node's axum table and `router/openapi.json` are tied to it by unit
-//! tests (`shard-node/src/http/api.rs`, `router/src/openapi.rs`). Adding a
+//! tests (`shard-node/src/http/api.rs`, `router/src/answers/openapi.rs`). Adding a
 //! route touches this table and its handler.
 //!
 //! Order matters where two templates can match one path: the one with the

@@ -1,5 +1,5 @@
 //! RSS of the router's three caches, one shape at a time, with N entries
-//! shaped as router/src/{placement,keys,access}.rs hold them (the same
+//! shaped as router/src/forward/placement.rs and router/src/gate/{keys,access}.rs hold them (the same
 //! struct layouts as cluster_protocol::control, glibc malloc like the router).
 //!   cache-size placement|keys|access N
 use std::collections::HashMap;
