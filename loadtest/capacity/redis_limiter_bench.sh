@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Throughput of the router's hot-path Redis script (router/src/limiter_lua.rs
+# Throughput of the router's hot-path Redis script (router/src/gate/limiter_lua.rs
 # SCRIPT, extracted from the source) next to a plain GET, on a throwaway
 # redis-server (PORT, default 6390): redis-benchmark, 32 clients, random keys.
 #   loadtest/capacity/redis_limiter_bench.sh [PORT]
 set -euo pipefail
 PORT=${1:-6390}
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-script="$(python3 -c 'import re,sys; s=open(sys.argv[1]).read(); print(re.search(r"const SCRIPT: &str = r#\"(.*?)\"#;", s, re.S).group(1))' "$here/../../router/src/limiter_lua.rs")"
+script="$(python3 -c 'import re,sys; s=open(sys.argv[1]).read(); print(re.search(r"const SCRIPT: &str = r#\"(.*?)\"#;", s, re.S).group(1))' "$here/../../router/src/gate/limiter_lua.rs")"
 sha=$(redis-cli -p "$PORT" script load "$script")
 b="router:rl:key:key___rand_int__"
 redis-benchmark -p "$PORT" -n 300000 -c 32 -r 1000000 --csv evalsha "$sha" 7 \

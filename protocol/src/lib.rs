@@ -4,6 +4,7 @@
 //! * [`error`]: the one error envelope every tier answers with.
 //! * [`principal`]: the caller identity a router signs and a shard verifies.
 //! * [`control`]: the control plane's internal API (types) and [`control::client`].
+//! * [`routes`]: the one table of the public API's routes.
 //!
 //! Service plumbing (telemetry, shutdown, metrics, configuration helpers)
 //! is not part of the contract: it lives in the `service-kit` crate.
@@ -12,14 +13,15 @@ pub mod control;
 pub mod error;
 pub mod ids;
 pub mod principal;
+pub mod routes;
 
 /// Name the service reports on `GET /api/health`.
 pub const SERVICE_NAME: &str = "tabula";
 
 /// The largest request body a router forwards and a shard reads: the router
 /// buffers a body whole to sign its digest, and refuses (400) a larger one.
-/// The streamed routes ([`principal::is_streamed_route`]: uploads, imports)
-/// are not buffered and have caps of their own.
+/// The streamed routes (uploads, imports: [`routes::Body::Streamed`] in
+/// the route table) are not buffered and have caps of their own.
 pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 /// [`MAX_BODY_BYTES`] as messages name it.
 pub const MAX_BODY_TEXT: &str = "10 MiB";

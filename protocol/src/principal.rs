@@ -17,11 +17,13 @@
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use hmac::{Hmac, Mac};
+use http::Method;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::control::{Access, Role};
+use crate::routes::{self, Body, Segments};
 
 pub const HEADER_PRINCIPAL: &str = "x-cluster-principal";
 pub const HEADER_TIMESTAMP: &str = "x-cluster-timestamp";
@@ -166,28 +168,20 @@ pub fn body_sha256(body: &[u8]) -> String {
 
 /// The `body_sha256` a router signs for a body it streams through without
 /// reading it (an attachment upload, an import file). A shard accepts it
-/// only on the routes [`is_streamed_route`] names, and caps what it reads
+/// only on the streamed routes of the route table ([`Body::Streamed`]), and caps what it reads
 /// there itself; everywhere else it is a signature failure.
 pub const STREAMED_BODY: &str = "streamed";
 
-/// The routes whose bodies a router streams to the shard unread:
-/// `POST /api/tables/{id}/attachments` and `POST /api/databases/{id}/import`.
-pub fn is_streamed_route(method: &str, path: &str) -> bool {
-    if method != "POST" {
+/// Whether the router streams this route's body to the shard unread
+/// ([`Body::Streamed`] in the route table: uploads and imports).
+fn is_streamed_route(method: &str, path: &str) -> bool {
+    let (Ok(method), Some(path)) = (Method::from_bytes(method.as_bytes()), Segments::of(path))
+    else {
         return false;
-    }
-    let mut parts = path.trim_start_matches('/').split('/');
-    match (
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-    ) {
-        (Some("api"), Some("tables"), Some(id), Some("attachments"), None) => !id.is_empty(),
-        (Some("api"), Some("databases"), Some(id), Some("import"), None) => !id.is_empty(),
-        _ => false,
-    }
+    };
+    routes::find(&method, &path)
+        .route
+        .is_some_and(|r| matches!(r.body, Body::Streamed(_)))
 }
 
 fn is_sha256_hex(s: &str) -> bool {

@@ -5,7 +5,7 @@ use std::{net::SocketAddr, time::Duration};
 
 use service_kit::parse;
 
-use crate::keys::HashLimits;
+use crate::gate::keys::HashLimits;
 
 /// A value that never prints (`Secret(***)`).
 pub use service_kit::Secret;

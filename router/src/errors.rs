@@ -6,7 +6,7 @@ use cluster_protocol::error::{ErrorBody, ErrorCode};
 use http::{header, HeaderValue, Response, StatusCode};
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Empty, Full};
 
-use crate::limiter::retry_after_secs;
+use crate::gate::limiter::retry_after_secs;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub type Body = UnsyncBoxBody<Bytes, BoxError>;

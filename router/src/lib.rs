@@ -1,45 +1,20 @@
-//! The router: the stateless edge of the cluster. See `handler` for the
-//! per-request pipeline and `auth` for the credential and rate-limit gate.
+//! The router: the stateless edge of the cluster, in four layers: [`edge`]
+//! (accept, classify once from `cluster_protocol::routes`, trace, metrics;
+//! `edge::handler` is the per-request pipeline), [`gate`] (API keys,
+//! access, rate limits), [`forward`] (to the shard that owns the routing
+//! tag) and [`answers`] (what the router answers itself).
 
-pub mod access;
-pub mod attempts;
-pub mod auth;
-pub mod bearer;
-pub mod body_budget;
+pub mod answers;
 pub mod config;
 pub mod cores;
-pub mod databases;
+pub mod edge;
 pub mod errors;
-pub mod files;
 pub mod forward;
-pub mod handler;
-pub mod health;
-pub mod hold;
+pub mod gate;
 pub mod invalidate;
-pub mod keys;
-pub mod limiter;
-pub mod limiter_lua;
-pub mod link_target;
-pub mod members;
-pub mod metrics;
-pub mod misplaced;
-pub mod openapi;
-pub mod placement;
-pub mod principal_sign;
-pub mod proxy;
-pub mod redis_conn;
 pub mod registry;
-pub mod resp;
-pub mod routes;
 pub mod server;
-pub mod shard_conn;
-pub mod share;
 pub mod state;
-pub mod stream_body;
-pub mod streamed;
-pub mod trace;
-pub mod upload_limit;
-pub mod whoami;
 
 use std::future::Future;
 use std::sync::Arc;

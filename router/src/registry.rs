@@ -23,7 +23,7 @@ use cluster_protocol::ids::{random_token, ID_BODY_LEN};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncConnectionConfig;
 
-use crate::placement::PlacementStore;
+use crate::forward::placement::PlacementStore;
 
 /// Members of [`ROUTERS`] older than this are removed by any router.
 const FORGET_AFTER_MS: u64 = 60_000;

@@ -23,9 +23,9 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
+use crate::edge::{handler, metrics, routes};
 use crate::errors::ApiError;
 use crate::state::AppState;
-use crate::{handler, metrics};
 
 pub async fn serve(
     listener: TcpListener,
@@ -74,7 +74,7 @@ pub async fn serve(
                     }
                     Err(_) => {
                         tracing::warn!("shedding load: too many requests in flight");
-                        let route = metrics::route_template(req.method(), req.uri().path());
+                        let route = routes::classify(req.method(), req.uri().path()).label;
                         metrics::Measured::start(req.method(), route)
                             .finish(http::StatusCode::TOO_MANY_REQUESTS);
                         ApiError::RateLimited {

@@ -10,11 +10,14 @@ use std::sync::Arc;
 use cluster_protocol::control::client::ControlPlaneClient;
 use tokio::sync::Semaphore;
 
-use crate::{
-    access::AccessStore, config::Config, forward::Forwarder, health::HealthCache, keys::KeyStore,
-    limiter_lua::Limiter, placement::PlacementStore, principal_sign::Signer, redis_conn::RedisPool,
-    registry::Registry, upload_limit::UploadLimiter,
+use crate::answers::health::HealthCache;
+use crate::config::Config;
+use crate::forward::{client::Forwarder, placement::PlacementStore, principal_sign::Signer};
+use crate::gate::{
+    access::AccessStore, keys::KeyStore, limiter_lua::Limiter, redis_conn::RedisPool,
+    upload_limit::UploadLimiter,
 };
+use crate::registry::Registry;
 
 /// Idle Redis connections kept for the limiter (one per request in flight).
 const REDIS_MAX_IDLE: usize = 64;
@@ -35,7 +38,7 @@ pub struct AppState {
     /// Client connections open at once, across all cores.
     pub connections: Arc<Semaphore>,
     /// Bytes of request bodies held at once, across all cores.
-    pub body_budget: Arc<crate::body_budget::BodyBudget>,
+    pub body_budget: Arc<crate::forward::body_budget::BodyBudget>,
     /// This core's Redis connections (the counters of its fallback are shared).
     pub limiter: Limiter,
     /// The per-account upload limit (script and fallback log, shared).
@@ -48,7 +51,7 @@ impl AppState {
     /// Builds the state; Redis is connected lazily so the router starts (and
     /// serves with the fallback limiter) even when Redis is down.
     pub fn new(config: Config) -> anyhow::Result<Self> {
-        crate::metrics::describe();
+        crate::edge::metrics::describe();
         let control =
             ControlPlaneClient::new(&config.control_plane_url, &config.control_plane_token.0);
         let redis = RedisPool::new(&config.redis_url, REDIS_MAX_IDLE, REDIS_CONNECT_TIMEOUT)?;
@@ -67,7 +70,9 @@ impl AppState {
             signer: Arc::new(Signer::new(config.cluster_secret.0.as_bytes())),
             in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
             connections: Arc::new(Semaphore::new(config.connections.max_connections)),
-            body_budget: crate::body_budget::BodyBudget::new(config.connections.body_budget_bytes),
+            body_budget: crate::forward::body_budget::BodyBudget::new(
+                config.connections.body_budget_bytes,
+            ),
             control,
             config: Arc::new(config),
         })

@@ -50,7 +50,7 @@ fn config(cp: SocketAddr) -> router::Config {
         max_in_flight: 1000,
         pool_max_idle_per_host: 16,
         shutdown_grace: Duration::from_secs(5),
-        hash_limits: router::keys::HashLimits::default(),
+        hash_limits: router::gate::keys::HashLimits::default(),
         threads: 2,
         connections: Default::default(),
         metrics: None,

@@ -201,7 +201,7 @@ async fn env(limits: ConnectionLimits, max_in_flight: usize, shard_url: &str) ->
         max_in_flight,
         pool_max_idle_per_host: 16,
         shutdown_grace: Duration::from_secs(1),
-        hash_limits: router::keys::HashLimits::default(),
+        hash_limits: router::gate::keys::HashLimits::default(),
         threads: 1,
         connections: limits,
         metrics: None,
@@ -462,7 +462,7 @@ async fn bodies_past_the_buffered_byte_budget_are_refused_with_503_until_given_b
     assert_eq!(body["error"]["code"], "unavailable", "{body}");
     assert_eq!(
         body["error"]["message"],
-        router::body_budget::BODY_BUDGET_MESSAGE,
+        router::forward::body_budget::BODY_BUDGET_MESSAGE,
         "{body}"
     );
     assert!(head.lines().any(|l| l == "retry-after: 1"), "{head}");

@@ -5,7 +5,7 @@
 //! process's global tracing subscriber and propagator):
 //! * `OTEL_EXPORTER_OTLP_ENDPOINT` is set before anything reads it, so the
 //!   router opens its request span at once and injects `traceparent` from
-//!   that span's OpenTelemetry context (`router::trace`), exactly as in
+//!   that span's OpenTelemetry context (`router::edge::trace`), exactly as in
 //!   production; nothing is sent to that address, since
 //!   `service_kit::telemetry::init` is not called here.
 //! * The test installs what `telemetry::init` would: the W3C propagator
@@ -280,7 +280,7 @@ async fn a_request_through_the_router_is_one_trace_across_router_and_shard() {
         max_in_flight: 100,
         pool_max_idle_per_host: 4,
         shutdown_grace: Duration::from_secs(1),
-        hash_limits: router::keys::HashLimits::default(),
+        hash_limits: router::gate::keys::HashLimits::default(),
         threads: 1,
         connections: Default::default(),
         metrics: None,

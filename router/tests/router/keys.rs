@@ -30,7 +30,7 @@ async fn wrong_guesses_from_one_address_do_not_lock_the_owner_out_elsewhere() {
     let n = || rand::random::<u8>();
     let attacker = format!("198.51.{}.{}", n(), n());
     let owner = format!("192.0.{}.{}", n(), n());
-    for i in 0..router::attempts::MAX_FAILURES + 2 {
+    for i in 0..router::gate::attempts::MAX_FAILURES + 2 {
         let wrong = format!("{key_id}.wrong{i}");
         assert_eq!(whoami(&e, &wrong, &attacker).await, 401);
     }
@@ -53,7 +53,8 @@ async fn a_burst_of_wrong_secrets_is_counted_before_hashing() {
         &format!("http://{cp_addr}"),
         ROUTER_TOKEN,
     );
-    let store = router::keys::KeyStore::new(control, router::keys::HashLimits::default());
+    let store =
+        router::gate::keys::KeyStore::new(control, router::gate::keys::HashLimits::default());
     let secret = random_token(32);
     let key_id = new_untagged(Kind::Key);
     let user_id = new_untagged(Kind::User);
@@ -85,8 +86,8 @@ async fn a_burst_of_wrong_secrets_is_counted_before_hashing() {
     .await;
     assert!(results
         .iter()
-        .all(|r| matches!(r, Err(router::keys::AuthError::Unauthorized))));
-    let budget = u64::from(router::attempts::MAX_FAILURES);
+        .all(|r| matches!(r, Err(router::gate::keys::AuthError::Unauthorized))));
+    let budget = u64::from(router::gate::attempts::MAX_FAILURES);
     assert!(
         store.hashes() <= budget,
         "{} of {BURST} wrong secrets were hashed",
@@ -116,7 +117,7 @@ async fn a_burst_of_wrong_secrets_is_counted_before_hashing() {
 #[tokio::test]
 async fn no_argon2_slot_in_time_is_503_not_401() {
     let e = env_with_config(100, 1000, redis_url(), |c| {
-        c.hash_limits = router::keys::HashLimits {
+        c.hash_limits = router::gate::keys::HashLimits {
             concurrency: 0,
             wait: std::time::Duration::from_millis(50),
         };
@@ -128,7 +129,7 @@ async fn no_argon2_slot_in_time_is_503_not_401() {
     assert_eq!(header(&r, "retry-after").as_deref(), Some("1"));
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["code"], "unavailable");
-    assert_eq!(v["error"]["message"], router::auth::HASH_BUSY_MESSAGE);
+    assert_eq!(v["error"]["message"], router::gate::auth::HASH_BUSY_MESSAGE);
 }
 
 /// What the control plane leaves when it cannot store a new version: the

@@ -341,7 +341,7 @@ async fn env_with_config(
         max_in_flight: 1000,
         pool_max_idle_per_host: 16,
         shutdown_grace: std::time::Duration::from_secs(1),
-        hash_limits: router::keys::HashLimits::default(),
+        hash_limits: router::gate::keys::HashLimits::default(),
         threads: 1,
         connections: Default::default(),
         // One recorder for the whole test process: every router shares it.

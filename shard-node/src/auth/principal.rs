@@ -7,9 +7,9 @@
 //! the body whole (at most `BODY_LIMIT_BYTES`), checks its digest and hands
 //! the handler the very bytes it checked. Version 1 signatures are refused.
 //!
-//! On the two streamed routes (uploads and imports, `is_streamed_route`)
-//! a router signs `STREAMED_BODY` instead of a digest and streams the body
-//! unread; the middleware then hands the body to the handler unread too,
+//! On the two streamed routes (uploads and imports: `Body::Streamed` in
+//! `cluster_protocol::routes`) a router signs `STREAMED_BODY` instead of a
+//! digest and streams the body unread; the middleware then hands the body to the handler unread too,
 //! and the handler caps what it reads.
 
 use axum::body::Body;

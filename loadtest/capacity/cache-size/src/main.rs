@@ -1,6 +1,7 @@
 //! RSS of the router's three caches, one shape at a time, with N entries
-//! shaped as router/src/{placement,keys,access}.rs hold them (the same
-//! struct layouts as cluster_protocol::control, glibc malloc like the router).
+//! shaped as router/src/forward/placement.rs and
+//! router/src/gate/{keys,access}.rs hold them (the same struct layouts as
+//! cluster_protocol::control, glibc malloc like the router).
 //!   cache-size placement|keys|access N
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};

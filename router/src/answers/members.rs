@@ -22,14 +22,14 @@ use http::{Response, StatusCode};
 use hyper::body::Incoming;
 use serde_json::{json, Map, Value};
 
-use crate::auth::Caller;
+use crate::answers::whoami::rfc3339_ms;
+use crate::edge::routes::MemberAction;
+use crate::edge::trace::RequestSpan;
 use crate::errors::{json, ApiError, Body};
-use crate::forward::read_limited;
-use crate::hold;
-use crate::routes::MemberAction;
+use crate::forward::client::read_limited;
+use crate::forward::hold;
+use crate::gate::auth::Caller;
 use crate::state::AppState;
-use crate::trace::RequestSpan;
-use crate::whoami::rfc3339_ms;
 
 /// Largest member-management body read.
 const BODY_LIMIT: usize = 64 * 1024;

@@ -1,7 +1,7 @@
 //! Forwarding to shard nodes: a pooled keep-alive HTTP/1 client, header
 //! hygiene (hop-by-hop, `x-cluster-*`, the client's credential), and request
 //! bodies read whole under a deadline and the router's budget of buffered
-//! bytes (`crate::body_budget`; the principal's signature covers their
+//! bytes (`crate::forward::body_budget`; the principal's signature covers their
 //! digest; a buffered body also lets a 421 be retried).
 
 use std::sync::Arc;
@@ -12,11 +12,11 @@ use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use crate::body_budget::{BodyBudget, Reservation};
+use crate::edge::trace::{RequestSpan, TRACEPARENT};
 use crate::errors::{ApiError, Body};
-use crate::shard_conn::{self, ShardPool};
-use crate::stream_body::Progress;
-use crate::trace::{RequestSpan, TRACEPARENT};
+use crate::forward::body_budget::{BodyBudget, Reservation};
+use crate::forward::shard_conn::{self, ShardPool};
+use crate::forward::stream_body::Progress;
 
 const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
 const PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");

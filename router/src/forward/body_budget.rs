@@ -11,7 +11,7 @@
 //! ([`BODY_BUDGET_MESSAGE`]); its bytes are given back when the
 //! [`Reservation`] is dropped, when the request is done.
 //!
-//! The streamed routes (`crate::streamed`) never hold a body whole: their
+//! The streamed routes (`crate::forward::streamed`) never hold a body whole: their
 //! pieces pass to the shard as they arrive, bounded per connection by
 //! hyper's buffers and the shard's pace, so they take nothing from here.
 

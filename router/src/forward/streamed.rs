@@ -1,6 +1,7 @@
 //! The two routes whose bodies the router streams to the shard unread
-//! (`cluster_protocol::principal::is_streamed_route`): attachment uploads
-//! (100 MB per file) and imports (a 20 MB file). Everything else is read
+//! (`Body::Streamed` in the route table, `cluster_protocol::routes`, with
+//! their caps): attachment uploads (100 MB per file) and imports (a 20 MB
+//! file). Everything else is read
 //! whole and signed by digest (`proxy`).
 //!
 //! Per request: a declared `Content-Length` over the route's cap is refused
@@ -16,93 +17,57 @@
 //! [`ConnectionLimits::stream_idle_timeout`]: crate::config::ConnectionLimits
 
 use cluster_protocol::control::{Placement, Role};
-use cluster_protocol::principal::is_streamed_route;
+use cluster_protocol::routes::Streamed;
 use cluster_protocol::MISPLACED_STATUS;
-use http::{HeaderMap, Method, Response};
+use http::{HeaderMap, Response};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use crate::auth::Caller;
+use crate::edge::trace::{self, RequestSpan};
 use crate::errors::{ApiError, Body};
-use crate::forward::{
+use crate::forward::client::{
     client_response, declared_length, read_limited, request_headers, shard_failure,
 };
+use crate::forward::stream_body::{Cut, StreamedBody};
+use crate::gate::auth::Caller;
 use crate::state::AppState;
-use crate::stream_body::{Cut, StreamedBody};
-use crate::trace::{self, RequestSpan};
 
 const MIB: u64 = 1024 * 1024;
-/// Most bytes of an upload request: a 100 MB file ("100 MB", read as MiB,
-/// as the shard does) plus 1 MB for the multipart framing and other parts.
-pub const ATTACHMENT_CAP_BYTES: u64 = 100 * MIB + MIB;
-/// Most bytes of an import request: a 20 MB file plus the rest of the form.
-pub const IMPORT_CAP_BYTES: u64 = 22 * MIB;
 /// A refused body declared this small is read and dropped first, so the
 /// client reads the answer rather than a reset connection.
 const DRAIN_BYTES: u64 = MIB;
 
-/// A streamed route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StreamedRoute {
-    /// `POST /api/tables/{id}/attachments`
-    Attachment,
-    /// `POST /api/databases/{id}/import`
-    Import,
+/// The 400 of a body over the route's cap.
+pub fn too_large(route: Streamed) -> ApiError {
+    ApiError::BadRequest(
+        match route {
+            Streamed::Attachment => {
+                "The upload is larger than the 100 MB per file limit \
+                 (a request may carry at most 100 MB of file plus 1 MB of form)."
+            }
+            Streamed::Import => {
+                "The file is larger than the 20 MB import limit \
+                 (a request may carry at most 22 MB)."
+            }
+        }
+        .into(),
+    )
 }
 
-impl StreamedRoute {
-    /// The streamed route `method` and `path` name, if any.
-    pub fn of(method: &Method, path: &str) -> Option<Self> {
-        if !is_streamed_route(method.as_str(), path) {
-            return None;
-        }
-        Some(if path.ends_with("/attachments") {
-            StreamedRoute::Attachment
-        } else {
-            StreamedRoute::Import
-        })
+/// Refuses a declared `Content-Length` over the route's cap, before any
+/// byte of the body is read.
+pub fn check_declared(route: Streamed, headers: &HeaderMap) -> Result<(), ApiError> {
+    match declared_length(headers) {
+        Some(n) if n > route.cap() => Err(too_large(route)),
+        _ => Ok(()),
     }
+}
 
-    /// Most bytes a request body of this route may have.
-    pub fn cap(self) -> u64 {
-        match self {
-            StreamedRoute::Attachment => ATTACHMENT_CAP_BYTES,
-            StreamedRoute::Import => IMPORT_CAP_BYTES,
-        }
-    }
-
-    /// The 400 of a body over [`StreamedRoute::cap`].
-    pub fn too_large(self) -> ApiError {
-        ApiError::BadRequest(
-            match self {
-                StreamedRoute::Attachment => {
-                    "The upload is larger than the 100 MB per file limit \
-                     (a request may carry at most 100 MB of file plus 1 MB of form)."
-                }
-                StreamedRoute::Import => {
-                    "The file is larger than the 20 MB import limit \
-                     (a request may carry at most 22 MB)."
-                }
-            }
-            .into(),
-        )
-    }
-
-    /// Refuses a declared `Content-Length` over the cap, before any byte
-    /// of the body is read.
-    pub fn check_declared(self, headers: &HeaderMap) -> Result<(), ApiError> {
-        match declared_length(headers) {
-            Some(n) if n > self.cap() => Err(self.too_large()),
-            _ => Ok(()),
-        }
-    }
-
-    fn cut_error(self, cut: Cut) -> ApiError {
-        match cut {
-            Cut::TooLarge => self.too_large(),
-            Cut::Idle => ApiError::RequestTimeout,
-            Cut::Unreadable => ApiError::BadRequest("Request body could not be read.".into()),
-        }
+fn cut_error(route: Streamed, cut: Cut) -> ApiError {
+    match cut {
+        Cut::TooLarge => too_large(route),
+        Cut::Idle => ApiError::RequestTimeout,
+        Cut::Unreadable => ApiError::BadRequest("Request body could not be read.".into()),
     }
 }
 
@@ -119,13 +84,13 @@ pub struct Destination<'a> {
 pub async fn forward(
     state: &AppState,
     caller: &Caller,
-    route: StreamedRoute,
+    route: Streamed,
     to: Destination<'_>,
     req: http::Request<Incoming>,
     span: &RequestSpan,
 ) -> Result<Response<Body>, ApiError> {
     let (parts, incoming) = req.into_parts();
-    if route == StreamedRoute::Attachment {
+    if route == Streamed::Attachment {
         if let Err(refused) = state.uploads.charge(&state.limiter, caller.user_id()).await {
             drain_small(&parts.headers, incoming, state).await;
             return Err(refused);
@@ -163,7 +128,7 @@ pub async fn forward(
             return Err(match progress.cut() {
                 Some(cut) => {
                     span.log(|| tracing::info!(?cut, db, "streamed request body cut off"));
-                    route.cut_error(cut)
+                    cut_error(route, cut)
                 }
                 None => shard_failure(span, shard_url, e),
             })
@@ -199,41 +164,6 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn the_two_streamed_routes_and_nothing_else() {
-        let of = |m: Method, p: &str| StreamedRoute::of(&m, p);
-        assert_eq!(
-            of(Method::POST, "/api/tables/tbl_Ab3dZ1234567/attachments"),
-            Some(StreamedRoute::Attachment)
-        );
-        assert_eq!(
-            of(Method::POST, "/api/databases/db_Ab3dZ1234567/import"),
-            Some(StreamedRoute::Import)
-        );
-        assert_eq!(
-            of(Method::GET, "/api/databases/db_Ab3dZ1234567/import"),
-            None
-        );
-        assert_eq!(
-            of(Method::PATCH, "/api/tables/tbl_Ab3dZ1234567/attachments"),
-            None
-        );
-        assert_eq!(
-            of(Method::POST, "/api/tables/tbl_Ab3dZ1234567/records"),
-            None
-        );
-        assert_eq!(
-            of(Method::POST, "/api/databases/db_Ab3dZ1234567/tables"),
-            None
-        );
-    }
-
-    #[test]
-    fn caps_are_the_file_limits_plus_the_form() {
-        assert_eq!(StreamedRoute::Attachment.cap(), 101 * 1024 * 1024);
-        assert_eq!(StreamedRoute::Import.cap(), 22 * 1024 * 1024);
-    }
-
     fn declaring(n: &str) -> HeaderMap {
         let mut h = HeaderMap::new();
         h.insert(
@@ -252,31 +182,31 @@ mod tests {
 
     #[test]
     fn a_declared_length_over_the_cap_is_refused_naming_the_limit() {
-        let upload = StreamedRoute::Attachment;
-        assert!(upload.check_declared(&declaring("105906176")).is_ok());
-        let m = message(upload.check_declared(&declaring("105906177")).unwrap_err());
+        let upload = Streamed::Attachment;
+        assert!(check_declared(upload, &declaring("105906176")).is_ok());
+        let m = message(check_declared(upload, &declaring("105906177")).unwrap_err());
         assert!(m.contains("100 MB per file limit"), "{m}");
-        let m = message(upload.check_declared(&declaring("209715200")).unwrap_err());
+        let m = message(check_declared(upload, &declaring("209715200")).unwrap_err());
         assert!(m.contains("100 MB per file limit"), "{m}");
 
-        let import = StreamedRoute::Import;
-        assert!(import.check_declared(&declaring("23068672")).is_ok());
-        let m = message(import.check_declared(&declaring("23068673")).unwrap_err());
+        let import = Streamed::Import;
+        assert!(check_declared(import, &declaring("23068672")).is_ok());
+        let m = message(check_declared(import, &declaring("23068673")).unwrap_err());
         assert!(m.contains("20 MB import limit"), "{m}");
         // Nothing declared (chunked): counted while streaming instead.
-        assert!(import.check_declared(&HeaderMap::new()).is_ok());
+        assert!(check_declared(import, &HeaderMap::new()).is_ok());
     }
 
     #[test]
     fn cuts_answer_400_for_size_and_408_for_a_pause() {
-        let m = message(StreamedRoute::Import.cut_error(Cut::TooLarge));
+        let m = message(cut_error(Streamed::Import, Cut::TooLarge));
         assert!(m.contains("20 MB import limit"), "{m}");
         assert!(matches!(
-            StreamedRoute::Attachment.cut_error(Cut::Idle),
+            cut_error(Streamed::Attachment, Cut::Idle),
             ApiError::RequestTimeout
         ));
         assert!(matches!(
-            StreamedRoute::Attachment.cut_error(Cut::Unreadable),
+            cut_error(Streamed::Attachment, Cut::Unreadable),
             ApiError::BadRequest(_)
         ));
     }

@@ -1,4 +1,4 @@
-//! One request, start to finish: route, gate, dispatch, rate-limit headers.
+//! One request, start to finish: classify (once), gate, dispatch, rate-limit headers.
 
 use std::net::IpAddr;
 
@@ -6,24 +6,41 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 use tracing::Instrument;
 
+use cluster_protocol::routes::Streamed;
 use service_kit::metrics::METRICS_ROUTE;
 
+use crate::answers::{databases, files, health, members, openapi, share, whoami};
+use crate::edge::metrics::{self, Measured};
+use crate::edge::routes::{classify, Classified, MemberAction, Route};
+use crate::edge::trace::RequestSpan;
 use crate::errors::{ApiError, Body};
-use crate::forward::X_FORWARDED_FOR;
-use crate::metrics::{self, Measured};
-use crate::routes::{classify, MemberAction, Route};
+use crate::forward::client::X_FORWARDED_FOR;
+use crate::forward::proxy;
+use crate::gate::{auth, bearer};
 use crate::state::AppState;
-use crate::trace::RequestSpan;
-use crate::{auth, bearer, databases, files, health, members, openapi, proxy, share, whoami};
 
 /// The owned form of a route, so the request can be consumed afterwards.
 enum Target {
+    Health,
+    OpenApi,
+    File {
+        tag: Option<String>,
+    },
+    Share {
+        tag: Option<String>,
+    },
+    /// Behind the API-key gate.
+    Gated(Gated),
+}
+
+/// A route behind the API-key gate.
+enum Gated {
     Whoami,
     ListDatabases,
     CreateDatabase,
     Tagged {
         tag: String,
-        import: bool,
+        streamed: Option<Streamed>,
     },
     Members {
         tag: String,
@@ -38,6 +55,38 @@ enum OwnedMemberAction {
     Add,
     ChangeRole(String),
     Remove(String),
+}
+
+impl Target {
+    fn of(route: Route<'_>) -> Self {
+        match route {
+            Route::Health => Target::Health,
+            Route::OpenApi => Target::OpenApi,
+            Route::File { tag } => Target::File {
+                tag: tag.map(str::to_string),
+            },
+            Route::Share { tag } => Target::Share {
+                tag: tag.map(str::to_string),
+            },
+            Route::Whoami => Target::Gated(Gated::Whoami),
+            Route::ListDatabases => Target::Gated(Gated::ListDatabases),
+            Route::CreateDatabase => Target::Gated(Gated::CreateDatabase),
+            Route::Tagged { tag, streamed } => Target::Gated(Gated::Tagged {
+                tag: tag.to_string(),
+                streamed,
+            }),
+            Route::Members {
+                tag,
+                database_id,
+                action,
+            } => Target::Gated(Gated::Members {
+                tag: tag.to_string(),
+                database_id: database_id.to_string(),
+                action: OwnedMemberAction::of(action),
+            }),
+            Route::NotFound => Target::Gated(Gated::NotFound),
+        }
+    }
 }
 
 impl OwnedMemberAction {
@@ -72,14 +121,18 @@ pub async fn handle(state: &AppState, req: Request<Incoming>, peer: IpAddr) -> R
         measured.finish(resp.status());
         return resp;
     }
-    let measured = Measured::start(method, metrics::route_template(method, path));
+    let Classified { route, label } = classify(method, path);
+    let target = Target::of(route);
+    let measured = Measured::start(method, label);
     let span = RequestSpan::new(req.method(), req.uri(), req.headers());
     let resp = match span.opened() {
         Some(opened) => {
             let opened = opened.clone();
-            dispatch(state, req, peer, &span).instrument(opened).await
+            dispatch(state, target, req, peer, &span)
+                .instrument(opened)
+                .await
         }
-        None => dispatch(state, req, peer, &span).await,
+        None => dispatch(state, target, req, peer, &span).await,
     };
     span.finish(resp.status());
     measured.finish(resp.status());
@@ -88,6 +141,7 @@ pub async fn handle(state: &AppState, req: Request<Incoming>, peer: IpAddr) -> R
 
 async fn dispatch(
     state: &AppState,
+    target: Target,
     req: Request<Incoming>,
     peer: IpAddr,
     span: &RequestSpan,
@@ -96,44 +150,26 @@ async fn dispatch(
         req.headers().get(X_FORWARDED_FOR).map(|v| v.as_bytes()),
         peer,
     );
-    let target = match classify(req.method(), req.uri().path()) {
-        Route::Health => {
+    let gated = match target {
+        Target::Health => {
             return match auth::shield(state, req.headers(), &address).await {
-                Ok(()) => health::answer(state).await,
+                Ok(()) => health::answer(&state.health, &state.control).await,
                 Err(e) => e.into_response(),
             }
         }
-        Route::OpenApi => {
+        Target::OpenApi => {
             return match auth::shield(state, req.headers(), &address).await {
                 Ok(()) => openapi::answer(),
                 Err(e) => e.into_response(),
             }
         }
-        Route::File { tag } => {
-            let tag = tag.map(str::to_string);
+        Target::File { tag } => {
             return files::serve(state, req, &address, tag.as_deref(), span).await;
         }
-        Route::Share { tag } => {
-            let tag = tag.map(str::to_string);
+        Target::Share { tag } => {
             return share::serve(state, req, &address, tag.as_deref(), span).await;
         }
-        Route::Whoami => Target::Whoami,
-        Route::ListDatabases => Target::ListDatabases,
-        Route::CreateDatabase => Target::CreateDatabase,
-        Route::Tagged { tag, import } => Target::Tagged {
-            tag: tag.to_string(),
-            import,
-        },
-        Route::Members {
-            tag,
-            database_id,
-            action,
-        } => Target::Members {
-            tag: tag.to_string(),
-            database_id: database_id.to_string(),
-            action: OwnedMemberAction::of(action),
-        },
-        Route::NotFound => Target::NotFound,
+        Target::Gated(gated) => gated,
     };
     let caller = match auth::gate(state, req.headers(), address, span).await {
         Ok(c) => c,
@@ -144,14 +180,14 @@ async fn dispatch(
             retry_after_ms: caller.budget.retry_after_ms,
         })
     } else {
-        match target {
-            Target::Whoami => Ok(whoami::answer(&caller)),
-            Target::ListDatabases => databases::list(state, &caller, req.headers(), span).await,
-            Target::CreateDatabase => databases::create(state, &caller, req, span).await,
-            Target::Tagged { tag, import } => {
-                proxy::forward(state, &caller, &tag, import, req, span).await
+        match gated {
+            Gated::Whoami => Ok(whoami::answer(&caller)),
+            Gated::ListDatabases => databases::list(state, &caller, req.headers(), span).await,
+            Gated::CreateDatabase => databases::create(state, &caller, req, span).await,
+            Gated::Tagged { tag, streamed } => {
+                proxy::forward(state, &caller, &tag, streamed, req, span).await
             }
-            Target::Members {
+            Gated::Members {
                 tag,
                 database_id,
                 action,
@@ -159,7 +195,7 @@ async fn dispatch(
                 let action = action.borrowed();
                 members::answer(state, &caller, &tag, &database_id, action, req, span).await
             }
-            Target::NotFound => Err(ApiError::NotFound),
+            Gated::NotFound => Err(ApiError::NotFound),
         }
     };
     let mut resp = result.unwrap_or_else(ApiError::into_response);

@@ -13,13 +13,13 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::Value;
 
-use crate::auth::Caller;
+use crate::edge::trace::{self, RequestSpan};
 use crate::errors::{full, json, ApiError, Body};
-use crate::forward::{client_response, read_limited, request_headers, shard_failure};
-use crate::hold;
-use crate::principal_sign::Request;
+use crate::forward::client::{client_response, read_limited, request_headers, shard_failure};
+use crate::forward::hold;
+use crate::forward::principal_sign::Request;
+use crate::gate::auth::Caller;
 use crate::state::AppState;
-use crate::trace::{self, RequestSpan};
 
 const CREATE_BODY_LIMIT: usize = 64 * 1024;
 const LOOKUP_REPLY_LIMIT: usize = 16 * 1024 * 1024;

@@ -3,8 +3,8 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use http::{Response, StatusCode};
 
-use crate::auth::Caller;
 use crate::errors::{json, Body};
+use crate::gate::auth::Caller;
 
 pub fn rfc3339_ms(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)

@@ -87,7 +87,7 @@ impl Signer {
     }
 
     /// Like [`Signer::attach_with`] for a body the router streams to the
-    /// shard unread (`cluster_protocol::principal::is_streamed_route`): the
+    /// shard unread (`Body::Streamed` in `cluster_protocol::routes`): the
     /// signed digest is [`STREAMED_BODY`], which a shard accepts on those
     /// routes only.
     pub fn attach_streamed(

@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::keys::VerifiedKey;
-use crate::limiter::{bucket_of, decide, Decision, LocalLimiter, WINDOW_MS};
-use crate::metrics;
-use crate::redis_conn::{self, RedisPool, Script};
-use crate::resp::{Reply, ScriptCall};
+use crate::edge::metrics;
+use crate::gate::keys::VerifiedKey;
+use crate::gate::limiter::{bucket_of, decide, Decision, LocalLimiter, WINDOW_MS};
+use crate::gate::redis_conn::{self, RedisPool, Script};
+use crate::gate::resp::{Reply, ScriptCall};
 
 /// KEYS: shield cur, shield prev, [key cur, key prev, key liveness, user version, last used].
 /// ARGV: elapsed ms in bucket, window ms, shield limit (0 = skip), key limit, now ms.

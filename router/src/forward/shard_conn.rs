@@ -22,7 +22,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpSocket;
 
 use crate::errors::Body;
-use crate::stream_body::Progress;
+use crate::forward::stream_body::Progress;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// A connection unused this long is closed instead of reused.

@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use cluster_protocol::control::{client::ClientError, client::ControlPlaneClient, UserAccess};
 
-use crate::keys::FALLBACK_MAX_AGE;
-use crate::metrics::{self, Cache};
+use crate::edge::metrics::{self, Cache};
+use crate::gate::keys::FALLBACK_MAX_AGE;
 
 struct Entry {
     access: Arc<UserAccess>,

@@ -20,10 +20,10 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use crate::errors::ApiError;
-use crate::limiter::retry_after_secs;
-use crate::limiter_lua::{now_ms, Limiter};
-use crate::redis_conn::Script;
-use crate::resp::{Reply, ScriptCall};
+use crate::gate::limiter::retry_after_secs;
+use crate::gate::limiter_lua::{now_ms, Limiter};
+use crate::gate::redis_conn::Script;
+use crate::gate::resp::{Reply, ScriptCall};
 
 /// Uploads one account may start per window (part C).
 pub const UPLOADS_PER_WINDOW: u64 = 60;

@@ -13,14 +13,14 @@ use cluster_protocol::control::Role;
 use cluster_protocol::principal::Principal;
 use http::{header, HeaderMap, HeaderName, HeaderValue, Response};
 
-use crate::bearer;
+use crate::edge::metrics::{self, Cache};
+use crate::edge::trace::RequestSpan;
 use crate::errors::{ApiError, Body};
-use crate::keys::{AuthError, Cached, KeyStore, VerifiedKey, FALLBACK_MAX_AGE};
-use crate::limiter::Decision;
-use crate::limiter_lua::{Charge, Outcome, Versions};
-use crate::metrics::{self, Cache};
+use crate::gate::bearer;
+use crate::gate::keys::{AuthError, Cached, KeyStore, VerifiedKey, FALLBACK_MAX_AGE};
+use crate::gate::limiter::Decision;
+use crate::gate::limiter_lua::{Charge, Outcome, Versions};
 use crate::state::AppState;
-use crate::trace::RequestSpan;
 
 const RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
 const RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");

@@ -17,7 +17,7 @@ use cluster_protocol::control::{
 use cluster_protocol::ids::{tag_of, Kind};
 use tokio::sync::watch;
 
-use crate::metrics::{self, Cache};
+use crate::edge::metrics::{self, Cache};
 
 const NEGATIVE_TTL: Duration = Duration::from_secs(2);
 

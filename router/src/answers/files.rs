@@ -13,11 +13,11 @@ use cluster_protocol::control::Placement;
 use http::{header, HeaderMap, HeaderName, Request, Response};
 use hyper::body::Incoming;
 
+use crate::edge::trace::{self, RequestSpan};
 use crate::errors::{empty, ApiError, Body};
-use crate::forward::{shard_failure, X_FORWARDED_FOR};
+use crate::forward::client::{shard_failure, X_FORWARDED_FOR};
+use crate::forward::{hold, misplaced};
 use crate::state::AppState;
-use crate::trace::{self, RequestSpan};
-use crate::{hold, misplaced};
 
 /// Redis key prefix of the per-address file shield.
 const SHIELD_PREFIX: &str = "router:rl:files:";

@@ -11,30 +11,34 @@
 use std::sync::Arc;
 
 use cluster_protocol::control::Placement;
+use cluster_protocol::routes::Streamed;
 use http::{HeaderValue, Response};
 use hyper::body::Incoming;
 
-use crate::auth::Caller;
+use crate::edge::trace::{self, RequestSpan};
 use crate::errors::{full, ApiError, Body};
-use crate::forward::{client_response, prepare_body, request_headers, shard_failure};
-use crate::principal_sign::Request;
+use crate::forward::client::{client_response, prepare_body, request_headers, shard_failure};
+use crate::forward::principal_sign::Request;
+use crate::forward::streamed::{self, Destination};
+use crate::forward::{hold, link_target, misplaced};
+use crate::gate::auth::Caller;
+use crate::gate::upload_limit;
 use crate::state::AppState;
-use crate::streamed::{self, Destination, StreamedRoute};
-use crate::trace::{self, RequestSpan};
-use crate::{hold, link_target, misplaced, upload_limit};
 
 pub async fn forward(
     state: &AppState,
     caller: &Caller,
     tag: &str,
-    import: bool,
+    streamed: Option<Streamed>,
     req: http::Request<Incoming>,
     span: &RequestSpan,
 ) -> Result<Response<Body>, ApiError> {
-    let streamed = StreamedRoute::of(req.method(), req.uri().path());
     if let Some(route) = streamed {
-        route.check_declared(req.headers())?;
+        streamed::check_declared(route, req.headers())?;
     }
+    // The import preview does not check membership (part B): the shard
+    // settles who may import.
+    let import = streamed == Some(Streamed::Import);
     let placement = hold::placement(state, tag, span).await?;
     let db = placement.database_id.as_str();
     if !caller.key.record.databases.allows(db) {

@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
 
-use crate::attempts::{Attempts, Refusal};
+use crate::gate::attempts::{Attempts, Refusal};
 
 const NEGATIVE_TTL: Duration = Duration::from_secs(2);
 /// Re-fetch a key older than this when Redis cannot tell us its version.

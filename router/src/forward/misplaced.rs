@@ -16,10 +16,10 @@ use http::Response;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
+use crate::edge::trace::RequestSpan;
 use crate::errors::ApiError;
-use crate::hold;
+use crate::forward::hold;
 use crate::state::AppState;
-use crate::trace::RequestSpan;
 
 /// Sends to shards per request, at most.
 pub const MAX_ATTEMPTS: u32 = 5;

@@ -14,10 +14,10 @@ use chrono::Utc;
 use cluster_protocol::control::Placement;
 use tokio::time::Instant;
 
+use crate::edge::trace::RequestSpan;
 use crate::errors::ApiError;
-use crate::placement::PlacementStore;
+use crate::forward::placement::PlacementStore;
 use crate::state::AppState;
-use crate::trace::RequestSpan;
 
 /// Longest a request waits for holds in all, whatever `hold_until` says (a
 /// router clock behind the control plane's must not stretch the pause).

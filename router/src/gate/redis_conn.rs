@@ -14,7 +14,7 @@ use bytes::{Buf, BytesMut};
 use redis::{ConnectionAddr, IntoConnectionInfo};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::resp::{self, Reply, ScriptCall};
+use crate::gate::resp::{self, Reply, ScriptCall};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use http::{Response, StatusCode};
 
+use cluster_protocol::control::client::ControlPlaneClient;
+
 use crate::errors::{json, Body};
-use crate::state::AppState;
 
 const TTL: Duration = Duration::from_secs(1);
 
@@ -16,16 +17,17 @@ pub struct HealthCache {
     last: Mutex<Option<(Instant, bool)>>,
 }
 
-pub async fn answer(state: &AppState) -> Response<Body> {
-    let cached = *state.health.last.lock().unwrap_or_else(|p| p.into_inner());
+/// The answer, from `cache` or (when stale) asking `control`. Takes the two
+/// parts of the state it needs, not the state, which holds the cache.
+pub async fn answer(cache: &HealthCache, control: &ControlPlaneClient) -> Response<Body> {
+    let cached = *cache.last.lock().unwrap_or_else(|p| p.into_inner());
     let ok = match cached {
         Some((at, ok)) if at.elapsed() < TTL => ok,
         _ => {
-            let ok = tokio::time::timeout(Duration::from_secs(2), state.control.health())
+            let ok = tokio::time::timeout(Duration::from_secs(2), control.health())
                 .await
                 .is_ok_and(|r| r.is_ok_and(|h| h.ok));
-            *state.health.last.lock().unwrap_or_else(|p| p.into_inner()) =
-                Some((Instant::now(), ok));
+            *cache.last.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), ok));
             ok
         }
     };

@@ -15,12 +15,13 @@ use cluster_protocol::principal::Principal;
 use http::{Request, Response};
 use hyper::body::Incoming;
 
+use crate::edge::trace::{self, RequestSpan};
 use crate::errors::{empty, ApiError, Body};
-use crate::forward::{client_response, request_headers, shard_failure};
-use crate::principal_sign;
+use crate::forward::client::{client_response, request_headers, shard_failure};
+use crate::forward::principal_sign;
+use crate::forward::{hold, misplaced};
+use crate::gate::auth;
 use crate::state::AppState;
-use crate::trace::{self, RequestSpan};
-use crate::{auth, hold, misplaced};
 
 /// Answers a share read; `tag` is `None` for a malformed token (404).
 pub async fn serve(

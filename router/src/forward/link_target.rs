@@ -27,13 +27,13 @@ use http::{HeaderMap, Method, Response, StatusCode, Uri};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use crate::auth::Caller;
+use crate::edge::trace::{self, RequestSpan};
 use crate::errors::{empty, ApiError, Body};
-use crate::forward::client_response;
-use crate::hold;
-use crate::principal_sign::Request;
+use crate::forward::client::client_response;
+use crate::forward::hold;
+use crate::forward::principal_sign::Request;
+use crate::gate::auth::Caller;
 use crate::state::AppState;
-use crate::trace::{self, RequestSpan};
 
 /// Most bytes of a reply read (to free its connection) before dropping it.
 const DRAIN_LIMIT: usize = 16 * 1024 * 1024;
