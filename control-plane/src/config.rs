@@ -138,6 +138,7 @@ pub struct Settings {
     /// The operator's admin token: every route.
     #[arg(
         long = "control-plane-token",
+        value_name = "TOKEN",
         env = "CONTROL_PLANE_TOKEN",
         hide_env_values = true
     )]
@@ -145,6 +146,7 @@ pub struct Settings {
     /// Routers' token: the routes routers call.
     #[arg(
         long = "control-plane-router-token",
+        value_name = "TOKEN",
         env = "CONTROL_PLANE_ROUTER_TOKEN",
         hide_env_values = true
     )]
@@ -152,6 +154,7 @@ pub struct Settings {
     /// Shard nodes' token: placement reads.
     #[arg(
         long = "control-plane-shard-token",
+        value_name = "TOKEN",
         env = "CONTROL_PLANE_SHARD_TOKEN",
         hide_env_values = true
     )]
@@ -269,20 +272,14 @@ mod tests {
 
     #[test]
     fn defaults_are_the_configs_defaults() {
-        use clap::Parser;
-        #[derive(clap::Parser)]
-        struct Serve {
-            #[command(flatten)]
-            settings: Settings,
-        }
-        let serve = Serve::try_parse_from([
+        let settings = service_kit::parse::try_args_only::<Settings, _, _>([
             "control-plane",
             "--database-url=postgres://x",
-            "--token=a",
-            "--router-token=r",
+            "--control-plane-token=a",
+            "--control-plane-router-token=r",
         ])
         .unwrap();
-        let c = Config::from_settings(serve.settings).unwrap();
+        let c = Config::from_settings(settings).unwrap();
         let d = MoveConfig::default();
         let m = &c.moves;
         assert_eq!(

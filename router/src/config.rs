@@ -124,6 +124,7 @@ pub struct Settings {
     /// The router tier's control-plane token (never the admin's).
     #[arg(
         long = "control-plane-router-token",
+        value_name = "TOKEN",
         env = "CONTROL_PLANE_ROUTER_TOKEN",
         hide_env_values = true
     )]
@@ -261,15 +262,17 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
 
     use super::*;
 
     #[test]
     fn defaults_are_the_configs_defaults() {
-        let s =
-            Settings::try_parse_from(["router", "--control-plane-token=t", "--cluster-secret=s"])
-                .unwrap();
+        let s = service_kit::parse::try_args_only::<Settings, _, _>([
+            "router",
+            "--control-plane-router-token=t",
+            "--cluster-secret=s",
+        ])
+        .unwrap();
         let c = Config::from_settings(s).unwrap();
         assert_eq!(c.connections, ConnectionLimits::default());
         let h = HashLimits::default();
@@ -283,9 +286,9 @@ mod tests {
 
     #[test]
     fn metrics_token_must_differ() {
-        let s = Settings::try_parse_from([
+        let s = service_kit::parse::try_args_only::<Settings, _, _>([
             "router",
-            "--control-plane-token=t",
+            "--control-plane-router-token=t",
             "--metrics-token=t",
             "--cluster-secret=s",
         ])

@@ -147,6 +147,22 @@ where
     C::from_arg_matches(&matches).map_err(|e| anyhow::anyhow!("{}", e.render()))
 }
 
+/// `C` from the command line alone, as if no environment variable were
+/// set: for tests of the settings' defaults, which must not depend on the
+/// environment they run in (deploy/test exports several settings).
+pub fn try_args_only<C, I, A>(argv: I) -> anyhow::Result<C>
+where
+    C: clap::Args + clap::FromArgMatches,
+    I: IntoIterator<Item = A>,
+    A: Into<std::ffi::OsString> + Clone,
+{
+    let command = C::augment_args(clap::Command::new("settings")).mut_args(|a| a.env(None::<&str>));
+    let matches = command
+        .try_get_matches_from(argv)
+        .map_err(|e| anyhow::anyhow!("{}", e.render()))?;
+    C::from_arg_matches(&matches).map_err(|e| anyhow::anyhow!("{}", e.render()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

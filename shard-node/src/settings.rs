@@ -36,6 +36,7 @@ pub struct Settings {
     /// The shard tier's control-plane token (placement reads only).
     #[arg(
         long = "control-plane-shard-token",
+        value_name = "TOKEN",
         env = "CONTROL_PLANE_SHARD_TOKEN",
         hide_env_values = true
     )]
@@ -257,13 +258,12 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
 
     use super::*;
 
     #[test]
     fn defaults_are_the_configs_defaults() {
-        let s = Settings::try_parse_from([
+        let s = service_kit::parse::try_args_only::<Settings, _, _>([
             "shard-node",
             "--shard-name",
             "s",
@@ -313,7 +313,7 @@ mod tests {
 
     #[test]
     fn durations_and_counts_keep_their_syntax() {
-        let s = Settings::try_parse_from([
+        let s = service_kit::parse::try_args_only::<Settings, _, _>([
             "shard-node",
             "--shard-name=s",
             "--database-url=postgres://x",
@@ -331,7 +331,7 @@ mod tests {
         assert_eq!(c.webhooks.timeout, Duration::from_secs(2));
         assert_eq!(c.webhooks.egress_allow_cidrs, ["10.0.0.0/8", "::1/128"]);
         for bad in ["--webhook-concurrency=0", "--webhook-timeout=10x"] {
-            let parsed = Settings::try_parse_from([
+            let parsed = service_kit::parse::try_args_only::<Settings, _, _>([
                 "shard-node",
                 "--shard-name=s",
                 "--database-url=postgres://x",

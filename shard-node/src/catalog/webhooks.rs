@@ -254,12 +254,21 @@ pub async fn set_secret(
     row.as_ref().map(from_row).transpose()
 }
 
-/// Deletes the webhook (its deliveries and match memory cascade).
+/// Deletes the webhook (its match memory cascades). Its deliveries go
+/// first, in the order the deliverer locks rows when it records attempts
+/// (deliveries, then their webhook): deleting the webhook first and letting
+/// the deliveries cascade takes the two locks the other way round, and a
+/// delete racing an attempt being recorded was a deadlock.
 pub async fn delete(
     c: &impl GenericClient,
     database_id: &str,
     id: &str,
 ) -> Result<bool, tokio_postgres::Error> {
+    c.execute(
+        "DELETE FROM deliveries WHERE webhook_id = $1 AND database_id = $2",
+        &[&id, &database_id],
+    )
+    .await?;
     Ok(c.execute(
         "DELETE FROM webhooks WHERE id = $1 AND database_id = $2",
         &[&id, &database_id],

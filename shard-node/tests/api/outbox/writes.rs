@@ -478,11 +478,14 @@ async fn webhook_button_press_enqueues_one_delivery() {
     assert_eq!(r.status, 404, "{:?}", r.body);
     // The webhook gone (its delete bumps the version): 404.
     let ids = fx.create(json!([{"fields": {"Name": "b"}}])).await;
-    fx.app
-        .pg
-        .execute("DELETE FROM webhooks WHERE id = $1", &[&hook])
-        .await
-        .unwrap();
+    // Deliveries first, as the node's own delete does (the deliverer may be
+    // recording an attempt of this webhook: the other order deadlocks).
+    for sql in [
+        "DELETE FROM deliveries WHERE webhook_id = $1",
+        "DELETE FROM webhooks WHERE id = $1",
+    ] {
+        fx.app.pg.execute(sql, &[&hook]).await.unwrap();
+    }
     fx.bump().await;
     let r = fx
         .app
