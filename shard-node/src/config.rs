@@ -294,24 +294,8 @@ pub const COMMENT_PAGE_SIZE_DEFAULT: i64 = 50;
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
 
-    use super::{duration, durations, pool_size_for, sessions_per_database_for, DbLimits};
-
-    #[test]
-    fn durations_take_a_unit_and_default_to_seconds() {
-        assert_eq!(duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(duration("10").unwrap(), Duration::from_secs(10));
-        assert_eq!(duration(" 5m ").unwrap(), Duration::from_secs(300));
-        assert_eq!(duration("1h").unwrap(), Duration::from_secs(3600));
-        assert!(duration("10x").is_err());
-        assert!(duration("s").is_err());
-        assert_eq!(
-            durations("10s,60s,300s").unwrap(),
-            [10, 60, 300].map(Duration::from_secs).to_vec()
-        );
-        assert!(durations("").unwrap().is_empty());
-    }
+    use super::{pool_size_for, sessions_per_database_for, DbLimits};
 
     #[test]
     fn pool_is_one_connection_per_cpu_and_one_more_at_least_three() {
