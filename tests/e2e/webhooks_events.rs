@@ -138,6 +138,15 @@ impl Fx {
         id(&r.expect_ok()["webhook"])
     }
 
+    async fn set_amount(&self, record: &str, amount: i64) {
+        let body = json!({"records": [{"id": record, "fields": {"Amount": amount}}]});
+        self.person
+            .api
+            .patch(&self.records(), body)
+            .await
+            .expect_ok();
+    }
+
     async fn create(&self, records: Value) -> Vec<String> {
         let r = self
             .person
@@ -482,4 +491,52 @@ async fn record_matches_on_writes_and_on_the_clock() {
     assert!(d[1].get("field_ids").is_some());
     assert_eq!(d[1]["before"], Value::Null);
     assert_eq!(d[1]["changed_field_ids"], json!([]));
+}
+
+/// Part C: `record.matches` fires when a record goes from not matching to
+/// matching, from the webhook's creation on: the writes right after it
+/// (before its first clock pass, which the node runs every
+/// `MATCH_CLOCK_INTERVAL`) see their own transitions.
+#[tokio::test]
+async fn record_matches_fires_on_transitions_right_after_creation() {
+    let fx = Fx::new().await;
+    // Matching before the webhook exists: an update that keeps it matching
+    // is no transition.
+    let old = fx
+        .create(json!([{"fields": {"Name": "old", "Amount": 50}}]))
+        .await;
+    let hook = fx
+        .webhook(json!({
+            "trigger_type": "record_matches", "table_id": fx.deals, "payload_key": "name",
+            "conditions": {"conditions": [{"field": "Amount", "op": "greater", "value": 10}]}
+        }))
+        .await;
+    let created = fx
+        .create(json!([{"fields": {"Name": "q", "Amount": 5}}]))
+        .await;
+    let q = created[0].as_str();
+    fx.set_amount(q, 15).await;
+    fx.set_amount(&old[0], 60).await;
+    let d = fx.deliveries(&hook).await;
+    assert_eq!(record_ids_of(&d), vec![q], "5 -> 15 fires once: {d:?}");
+    assert_eq!(d[0]["event"], "record.matches");
+    assert_eq!(d[0]["before"]["fields"]["Amount"], 5);
+    assert_eq!(d[0]["after"]["fields"]["Amount"], 15);
+    // Continuing to match does not fire again.
+    fx.set_amount(q, 20).await;
+    assert_eq!(fx.deliveries(&hook).await.len(), 1);
+    // Leaving, then entering again, fires again.
+    fx.set_amount(q, 5).await;
+    assert_eq!(fx.deliveries(&hook).await.len(), 1);
+    fx.set_amount(q, 15).await;
+    let d = fx.deliveries(&hook).await;
+    assert_eq!(record_ids_of(&d), vec![q, q]);
+    assert_eq!(d[1]["before"]["fields"]["Amount"], 5);
+}
+
+fn record_ids_of(deliveries: &[Value]) -> Vec<&str> {
+    deliveries
+        .iter()
+        .map(|d| d["record_id"].as_str().unwrap_or_default())
+        .collect()
 }

@@ -238,7 +238,7 @@ async fn batch_in(
         .collect();
 
     let mut sent = 0;
-    if matching::announces(Cause::Clock, rule.matches_recorded) && !entered.is_empty() {
+    if matching::announces(Cause::Clock, rule.matches_recorded, None) && !entered.is_empty() {
         let source = Announce {
             schema: &schema,
             database_name: &database_name,
@@ -277,7 +277,7 @@ async fn end_sweep(
     database_id: &str,
 ) -> ApiResult<()> {
     match_sweep::set_cursor(tx, &rule.id, None).await?;
-    if !matching::announces(Cause::Clock, rule.matches_recorded) {
+    if !matching::announces(Cause::Clock, rule.matches_recorded, None) {
         outbox::set_matches_recorded(tx, &rule.id).await?;
         databases::bump_schema_version(tx, database_id).await?;
     }

@@ -73,13 +73,21 @@ pub enum Cause {
     Clock,
 }
 
-/// Whether entering the set fires `record.matches`. Before the webhook's
-/// first clock pass (`matches_recorded` false: just created, changed,
-/// switched on or resumed) the memory does not know what already matched,
-/// so only a record that did not exist before may fire; the pass then
-/// records the rest without delivering.
-pub fn announces(cause: Cause, matches_recorded: bool) -> bool {
-    matches_recorded || cause == Cause::Creation
+/// Whether entering the set fires `record.matches`. Once the webhook's
+/// first clock pass has run (`matches_recorded`) the memory knows what
+/// matched, and every entry is a transition. Before it (just created,
+/// changed, switched on or resumed) the memory does not know what already
+/// matched: a record that did not exist fires, and an update fires when
+/// the write read the record before it changed and it did not match then
+/// (`matched_before`, `None` when the write did not read it); the pass
+/// then records the rest without delivering.
+pub fn announces(cause: Cause, matches_recorded: bool, matched_before: Option<bool>) -> bool {
+    matches_recorded
+        || match cause {
+            Cause::Creation => true,
+            Cause::Update => matched_before == Some(false),
+            Cause::Clock => false,
+        }
 }
 
 #[cfg(test)]
@@ -113,7 +121,7 @@ mod tests {
         let created = ids(&["n"]);
         let t = transitions(Scope::Records(&created), &set(&["n"]), &set(&[]));
         assert_eq!(t.entered, ids(&["n"]));
-        assert!(announces(Cause::Creation, true));
+        assert!(announces(Cause::Creation, true, None));
     }
 
     #[test]
@@ -149,11 +157,17 @@ mod tests {
     }
 
     #[test]
-    fn before_the_first_pass_only_creation_fires() {
-        assert!(announces(Cause::Creation, false));
-        assert!(!announces(Cause::Update, false));
-        assert!(!announces(Cause::Clock, false));
-        assert!(announces(Cause::Update, true));
-        assert!(announces(Cause::Clock, true));
+    fn before_the_first_pass_a_write_fires_on_what_it_saw_change() {
+        assert!(announces(Cause::Creation, false, None));
+        // Updated from not matching to matching: a transition.
+        assert!(announces(Cause::Update, false, Some(false)));
+        // Matched before the webhook knew: no transition, only remembered.
+        assert!(!announces(Cause::Update, false, Some(true)));
+        // Not read before the write: unknown, the pass records it.
+        assert!(!announces(Cause::Update, false, None));
+        assert!(!announces(Cause::Clock, false, None));
+        assert!(announces(Cause::Update, true, None));
+        assert!(announces(Cause::Update, true, Some(true)));
+        assert!(announces(Cause::Clock, true, None));
     }
 }

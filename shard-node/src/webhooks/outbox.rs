@@ -121,6 +121,10 @@ pub struct Outbox<'c> {
     /// The records' cells as the payload shows them (every field).
     read: ReadSet,
     before: HashMap<String, StoredRecord>,
+    /// Per `record_matches` rule whose memory has not had its first clock
+    /// pass, the updated records its conditions matched before the write:
+    /// the write itself then tells a transition from continuing to match.
+    matched_before: HashMap<String, HashSet<String>>,
     /// The records as read after the write with every field (when a rule
     /// made the outbox read them), for the write's reply.
     after: HashMap<String, StoredRecord>,
@@ -175,6 +179,7 @@ impl<'c> Outbox<'c> {
             quiet: batch_len >= NO_DELIVERIES_FROM,
             read,
             before: HashMap::new(),
+            matched_before: HashMap::new(),
             after: HashMap::new(),
         }
     }
@@ -219,6 +224,16 @@ impl<'c> Outbox<'c> {
         self.show_in_payload(tx, &mut rows).await?;
         for rec in rows {
             self.before.insert(rec.id.clone(), rec);
+        }
+        let unseeded: Vec<&Rule> = self
+            .rules
+            .iter()
+            .copied()
+            .filter(|r| r.trigger == Trigger::RecordMatches && r.delivers() && !r.matches_recorded)
+            .collect();
+        for rule in unseeded {
+            let m = self.check_one(tx, ids, rule).await?;
+            self.matched_before.insert(rule.id.clone(), m);
         }
         Ok(())
     }
@@ -504,8 +519,11 @@ impl<'c> Outbox<'c> {
                 RecordEvent::Updated => Cause::Update,
                 _ => Cause::Creation,
             };
-            let announce = !self.quiet && matching::announces(cause, rule.matches_recorded);
+            let before = self.matched_before.get(&rule.id);
             for r in t.entered {
+                let matched_before = before.map(|m| m.contains(&r));
+                let announce = !self.quiet
+                    && matching::announces(cause, rule.matches_recorded, matched_before);
                 if announce {
                     if let Some(index) = batch.ids.iter().position(|i| *i == r) {
                         pending.push(Pending {

@@ -74,8 +74,10 @@ async fn record_matches_fires_on_transitions_only() {
     assert_eq!(r.status, 200, "{:?}", r.body);
     assert_eq!(fx.memory(&hook).await, vec![ids[0].clone()]);
 
-    // Before the first clock pass, only creation fires; the memory still
-    // follows every write.
+    // Before the first clock pass the memory does not know what matched:
+    // a creation fires, and so does an update the write itself saw go from
+    // not matching to matching; one that matched before the webhook's
+    // change is only remembered. The memory still follows every write.
     let fresh = fx
         .hook(Hook {
             conditions: Some(open),
@@ -91,20 +93,34 @@ async fn record_matches_fires_on_transitions_only() {
         .await;
     fx.update(json!([{"id": more[1], "fields": {"Status": "Open"}}]))
         .await;
+    // a matched before `fresh` existed: kept matching, no transition.
+    fx.update(json!([{"id": ids[0], "fields": {"Name": "a3"}}]))
+        .await;
     assert_eq!(
         record_ids(&fx.deliveries(&fresh).await),
-        vec![more[0].clone()]
+        sorted(vec![more[0].clone(), more[1].clone()])
     );
     assert_eq!(
         fx.memory(&fresh).await,
-        sorted(vec![more[0].clone(), more[1].clone()])
+        sorted(vec![ids[0].clone(), more[0].clone(), more[1].clone()])
+    );
+    // d keeps matching: no second delivery; leaves and comes back: fires.
+    fx.update(json!([{"id": more[1], "fields": {"Name": "d2"}}]))
+        .await;
+    fx.update(json!([{"id": more[1], "fields": {"Status": "Won"}}]))
+        .await;
+    fx.update(json!([{"id": more[1], "fields": {"Status": "Open"}}]))
+        .await;
+    assert_eq!(
+        record_ids(&fx.deliveries(&fresh).await),
+        sorted(vec![more[0].clone(), more[1].clone(), more[1].clone()])
     );
     // 50 records: the memory follows, nothing fires.
     let fifty: Vec<Value> = (0..50)
         .map(|i| json!({"fields": {"Name": format!("n{i}"), "Status": "Open"}}))
         .collect();
     fx.create(json!(fifty)).await;
-    // (`hook` took c's creation and d's entry: 6 in all.)
-    assert_eq!(fx.deliveries(&hook).await.len(), 6);
+    // (`hook` took c's creation and d's two entries: 7 in all.)
+    assert_eq!(fx.deliveries(&hook).await.len(), 7);
     assert_eq!(fx.memory(&hook).await.len(), 3 + 50);
 }
