@@ -97,7 +97,7 @@ goose_line() { # PATH QUERY VUS: the same line with the goose client
   line_cpu "$out" goose "${DURATION%s}"
 }
 if [[ "${GOOSE:-1}" == 1 && ! -x "$gbin" ]]; then
-  (cd "$here/goose" && cargo build --release --bin records)
+  (cd "$here/goose" && cargo build --release --locked --bin records)
 fi
 if [[ "${PGBENCH:-1}" == 1 ]]; then
   python3 "$here/records_sql.py" "$env_file"

@@ -32,6 +32,13 @@
 # SLICE (5), RATE_DIVISOR (2 interleaved, else 4),
 # DURATION (60s), HOLD_VUS (200), HOLD_DURATION (30s), HOLD_PACE_MS (100),
 # GOOSE (0), ROUTER_PID (found from the pid file or the listening socket).
+#
+# A failed run is not hidden: a k6 run that exits non-zero (an error, or a
+# threshold of tables_get.js crossed: 1% failed requests, p99 over 1 s, no
+# request) or a goose run that does (a failed request) is reported when it
+# happens and listed at the end (`failed_runs` in summary.json), and run.sh
+# then exits 1, after the summary (whose figures are then suspect). Any
+# other error stops it at once (set -euo pipefail).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -115,6 +122,12 @@ proc_ticks() {
 # Whole-machine busy ticks (all CPUs, everything but idle and iowait).
 machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
 
+failed_runs=()
+failed() { # what failed: noted for the end
+  failed_runs+=("$1")
+  echo "run.sh: FAILED: $1 (exit status $2)" >&2
+}
+
 k6_run() { # MODE, then extra -e args; output JSON path is $RESULTS/k6-<label>.json
   local label="$1"; shift
   k6 run --quiet --no-usage-report -e FIXTURES="$FIXTURES" -e ROUTER_URL="$ROUTER_URL" \
@@ -131,7 +144,7 @@ sat_rows="[]"
 if [[ -z "${RATE:-}" ]]; then
   for vus in $SAT_VUS; do
     echo "== a. saturation probe: $vus closed-loop VUs for $SAT_DURATION through the router"
-    k6_run "saturate-$vus" -e MODE=saturate -e VUS="$vus" -e DURATION="$SAT_DURATION" || true
+    k6_run "saturate-$vus" -e MODE=saturate -e VUS="$vus" -e DURATION="$SAT_DURATION" || failed "k6 saturate-$vus" $?
     r="$(jq '.scenarios.router.rate // 0' "$RESULTS/k6-saturate-$vus.json")"
     sat_rows="$(jq -c --argjson v "$vus" --slurpfile s "$RESULTS/k6-saturate-$vus.json" '. + [{vus:$v} + $s[0].scenarios.router]' <<<"$sat_rows")"
     if awk -v a="$r" -v b="$best_rate" 'BEGIN{exit !(a > b)}'; then best_rate="$r"; best_vus="$vus"; fi
@@ -147,7 +160,7 @@ sleep 2
 # Warm-up: every key's first request costs an argon2id verification (tens of
 # ms of CPU); get those done before the CPU counters are read.
 echo "== warm-up: router only, 100 req/s for 5s (verifies every key once)"
-k6_run warmup -e MODE=router -e RATE=100 -e DURATION=5s >/dev/null || true
+k6_run warmup -e MODE=router -e RATE=100 -e DURATION=5s >/dev/null || failed "k6 warmup" $?
 echo "== b. constant arrival $RATE req/s per path, router and direct side by side ($compare_mode), $DURATION"
 redis_before="$(redis_stats)"
 rustc_running="$(pgrep -c rustc || true)"
@@ -157,7 +170,7 @@ machine_before="$(machine_ticks)"
 cpu_before="$(cpu_ticks)"
 user_before="$(user_ticks)"
 t0="$(date +%s.%N)"
-k6_run compare -e MODE="$compare_mode" -e SLICE="$SLICE" -e RATE="$RATE" -e DURATION="$DURATION" || true
+k6_run compare -e MODE="$compare_mode" -e SLICE="$SLICE" -e RATE="$RATE" -e DURATION="$DURATION" || failed "k6 compare" $?
 t1="$(date +%s.%N)"
 cpu_after="$(cpu_ticks)"
 user_after="$(user_ticks)"
@@ -199,7 +212,7 @@ mon="$RESULTS/redis-monitor.txt"
 redis-cli -h "$redis_host" -p "$redis_port" MONITOR >"$mon" &
 mon_pid=$!
 sleep 0.5
-k6_run monitor -e MODE=router -e RATE="$MONITOR_RATE" -e DURATION="${MONITOR_DURATION:-5s}" >/dev/null || true
+k6_run monitor -e MODE=router -e RATE="$MONITOR_RATE" -e DURATION="${MONITOR_DURATION:-5s}" >/dev/null || failed "k6 monitor" $?
 sleep 0.5
 kill "$mon_pid" 2>/dev/null || true
 wait "$mon_pid" 2>/dev/null || true
@@ -239,7 +252,7 @@ while kill -0 "$k6_pid" 2>/dev/null; do
   (( c > conns_max )) && conns_max="$c"
   samples=$((samples + 1))
 done
-wait "$k6_pid" || true
+wait "$k6_pid" || failed "k6 hold" $?
 rss_after="$(rss_kib)"
 echo "   VmRSS idle ${rss_idle} KiB, max ${rss_max} KiB while holding up to ${conns_max} connections, after ${rss_after} KiB; VmHWM $(hwm_kib) KiB"
 
@@ -248,14 +261,14 @@ goose_json=null
 if [[ "$GOOSE" == 1 ]]; then
   gbin="$here/goose/target/release/loadtest-goose"
   if [[ ! -x "$gbin" ]]; then
-    (cd "$here/goose" && cargo build --release)
+    (cd "$here/goose" && cargo build --release --locked)
   fi
   echo "== f. goose at $RATE req/s per path ($compare_mode)"
   secs="$(sed -E 's/s$//' <<<"$DURATION")"
   FIXTURES="$FIXTURES" ROUTER_URL="$ROUTER_URL" CLUSTER_SECRET="$CLUSTER_SECRET" RATE="$RATE" \
     USERS="${GOOSE_USERS:-32}" RUN_TIME="${GOOSE_RUN_TIME:-$secs}" SUMMARY_JSON="$RESULTS/goose-compare.json" \
     INTERLEAVE="$INTERLEAVE" SLICE="$SLICE" \
-    "$gbin" --quiet --no-print-metrics >"$RESULTS/goose-compare.console.txt" 2>&1 || true
+    "$gbin" --quiet --no-print-metrics >"$RESULTS/goose-compare.console.txt" 2>&1 || failed "goose compare (see $RESULTS/goose-compare.console.txt)" $?
   tail -5 "$RESULTS/goose-compare.console.txt"
   goose_json="$(cat "$RESULTS/goose-compare.json" 2>/dev/null || echo null)"
 fi
@@ -288,6 +301,7 @@ jq -n \
   --argjson hold_vus "$HOLD_VUS" \
   --slurpfile hold "$RESULTS/k6-hold.json" \
   --argjson goose "$goose_json" \
+  --argjson failed_runs "$(for f in "${failed_runs[@]}"; do printf '%s\n' "$f"; done | jq -Rn '[inputs]')" \
   '{date: $date, commit: $commit,
     machine: {nproc: $nproc, cpu: $cpu, mem_gib: (($mem_kib / 1048576) * 10 | round / 10)},
     saturation: {runs: $saturation, best_rps: $saturated},
@@ -298,6 +312,7 @@ jq -n \
     redis: ($redis + {monitor: $redis_monitor}),
     rss: {idle_kib: $rss_idle, max_kib: $rss_max, max_mib: ($rss_max / 1024 * 10 | round / 10), connections: $conns, vus: $hold_vus, hold: $hold[0].scenarios.router},
     goose: $goose,
+    failed_runs: $failed_runs,
     targets: {
       added_p50_ms_le_0_3: (($compare[0].added_ms.p50 // 99) <= 0.3),
       added_p99_ms_le_1: (($compare[0].added_ms.p99 // 99) <= 1.0),
@@ -322,3 +337,7 @@ jq -r '
   "router RSS max \(.rss.max_mib) MiB at \(.rss.connections) connections [\(pf(.targets.rss_under_64_mib))]",
   (if .goose then "goose: router p50 \(f(.goose.scenarios.router.p50_ms; 3)) p99 \(f(.goose.scenarios.router.p99_ms; 3)); direct p50 \(f(.goose.scenarios.direct.p50_ms; 3)) p99 \(f(.goose.scenarios.direct.p99_ms; 3)); added p50 \(f(.goose.added_ms.p50; 3)) p99 \(f(.goose.added_ms.p99; 3)) ms" else empty end)
 ' "$RESULTS/summary.json"
+if [[ ${#failed_runs[@]} -gt 0 ]]; then
+  echo "run.sh: ${#failed_runs[@]} run(s) FAILED, the figures above are suspect: ${failed_runs[*]}" >&2
+  exit 1
+fi

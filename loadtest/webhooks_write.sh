@@ -17,14 +17,16 @@
 # OPS ("create update"), RECORDS (updated records per table, 200),
 # HOOK_URL (where the webhooks point; nothing needs to listen: the
 # deliveries only have to be enqueued; default http://127.0.0.1:9/hook),
-# OUT (results/webhooks-write.json). Needs k6, jq, curl, psql.
+# OUT (results/webhooks-write.json), WARMUP (1; 0 skips the 3 s warm-up
+# run per operation). A failed k6 run (SMOKE=1: a failed check) fails the
+# script. Needs k6, jq, curl, psql.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 env_file="${1:-$root/.dev-cluster/env}"
 set -a; . "$env_file"; set +a
 RATE="${RATE:-100}"; DURATION="${DURATION:-60s}"; SLICE="${SLICE:-5}"
-OPS="${OPS:-create update}"; RECORDS="${RECORDS:-200}"
+OPS="${OPS:-create update}"; RECORDS="${RECORDS:-200}"; WARMUP="${WARMUP:-1}"
 HOOK_URL="${HOOK_URL:-http://127.0.0.1:9/hook}"
 OUT="${OUT:-$here/results/webhooks-write.json}"
 cp_bin="${BIN_DIR:-$root/target/release}/control-plane"
@@ -75,11 +77,13 @@ mkdir -p "$(dirname "$OUT")"
 lines=()
 for op in $OPS; do
   # Warm-up (first use of the key, prepared statements, schema caches).
-  k6 run -q -e FIXTURE="$fixture" -e ROUTER_URL="$ROUTER_URL" -e OP="$op" -e RATE=20 -e DURATION=3s \
-    -e SLICE=1 "$here/k6/webhooks_write.js" >/dev/null 2>&1 || true
+  if [[ "$WARMUP" == 1 ]]; then
+    k6 run -q -e FIXTURE="$fixture" -e ROUTER_URL="$ROUTER_URL" -e OP="$op" -e RATE=20 -e DURATION=3s \
+      -e SLICE=1 "$here/k6/webhooks_write.js" >/dev/null 2>&1 || true
+  fi
   before="$(enqueued)"
   line="$(k6 run -q -e FIXTURE="$fixture" -e ROUTER_URL="$ROUTER_URL" -e OP="$op" -e RATE="$RATE" \
-    -e DURATION="$DURATION" -e SLICE="$SLICE" "$here/k6/webhooks_write.js" 2>/dev/null | tail -1)"
+    -e DURATION="$DURATION" -e SLICE="$SLICE" "$here/k6/webhooks_write.js" | tail -1)"
   line="$(jq -c --argjson n "$(( $(enqueued) - before ))" '. + {deliveries_enqueued: $n}' <<<"$line")"
   echo "$line"
   lines+=("$line")

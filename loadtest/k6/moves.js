@@ -15,8 +15,10 @@
 // records_setup.sh's, 'rec_' + md5(g)[0:2] + hex(g) padded to 10).
 // FIXTURE is written by records_setup.sh (OUT=...).
 import http from 'k6/http';
+import { check } from 'k6';
 import crypto from 'k6/crypto';
 import { Counter } from 'k6/metrics';
+import { withSmoke } from './smoke.js';
 
 const ROUTER_URL = (__ENV.ROUTER_URL || 'http://127.0.0.1:8080').replace(/\/$/, '');
 const RATE = parseInt(__ENV.RATE || '50', 10);
@@ -33,6 +35,7 @@ export const options = {
   },
   discardResponseBodies: false,
   summaryTrendStats: ['med', 'p(99)', 'max'],
+  thresholds: withSmoke(),
 };
 
 const acked = new Counter('creates_acked');
@@ -68,7 +71,7 @@ export default function () {
     r = http.patch(url, body, { headers, responseType: 'none', timeout: '30s' });
   }
   const e = Date.now();
-  if (r.status !== 200) failed.add(1, { op, status: String(r.status) });
+  if (!check(r, { '200': (x) => x.status === 200 })) failed.add(1, { op, status: String(r.status) });
   console.log(JSON.stringify({ s, e, op, st: r.status }));
 }
 

@@ -16,14 +16,17 @@
 // path's rps its requests over half of DURATION.
 //
 // FIXTURE (default ../.records-fixture.json) is written by records_setup.sh.
+// The summary files go to RESULTS (loadtest/results, from the working
+// directory); PAUSE (seconds, 0) paces each VU.
 // `deep` pages resume from a bookmark near record 90,000 of the order, found
 // in setup() by walking pages of 1000.
 import http from 'k6/http';
-import { check } from 'k6';
+import { check, sleep } from 'k6';
 import { Counter, Rate, Trend } from 'k6/metrics';
 import { signedHeaders } from './sign.js';
 import encoding from 'k6/encoding';
 import { pathOf, seconds } from './interleave.js';
+import { withSmoke } from './smoke.js';
 
 const ROUTER_URL = (__ENV.ROUTER_URL || 'http://127.0.0.1:8080').replace(/\/$/, '');
 const SECRET = __ENV.CLUSTER_SECRET || '';
@@ -32,6 +35,9 @@ const QUERY = __ENV.QUERY || 'first';
 const VUS = parseInt(__ENV.VUS || '8', 10);
 const DURATION = __ENV.DURATION || '20s';
 const SLICE_MS = 1000 * parseFloat(__ENV.SLICE || '5');
+// Each VU's pause after a request, in seconds (0: closed loop; the smoke run paces).
+const PAUSE = parseFloat(__ENV.PAUSE || '0');
+const RESULTS = __ENV.RESULTS || 'loadtest/results';
 const fx = JSON.parse(open(__ENV.FIXTURE || '../.records-fixture.json'));
 
 export const options = {
@@ -43,6 +49,7 @@ export const options = {
   // (0.46-0.54 -> 0.37-0.42 ms per direct first page, measured 2026-11-22).
   // BODIES=1 keeps them (the runs before 2026-11-22 run 4 did).
   discardResponseBodies: __ENV.BODIES !== '1',
+  thresholds: withSmoke(),
 };
 
 const PATHS = PATH_KIND === 'interleaved' ? ['router', 'direct'] : [PATH_KIND];
@@ -100,6 +107,7 @@ export default function (data) {
     const url = records(PATH_KIND);
     const r = http.post(url, body, { headers: headers(PATH_KIND, 'POST', url, body) });
     check(r, { '200': (x) => x.status === 200 });
+    if (PAUSE > 0) sleep(PAUSE);
     return;
   }
   const kind = PATHS.length === 1 ? PATHS[0] : pathOf(Math.floor((Date.now() - data.t0) / SLICE_MS));
@@ -112,6 +120,7 @@ export default function (data) {
   m.duration.add(r.timings.duration);
   m.reqs.add(1);
   m.failed.add(!ok);
+  if (PAUSE > 0) sleep(PAUSE);
 }
 
 export function handleSummary(d) {
@@ -121,7 +130,7 @@ export function handleSummary(d) {
       rps: d.metrics.http_reqs.values.rate, failed: d.metrics.http_req_failed.values.rate,
       med_ms: m.med, p90_ms: m['p(90)'], p99_ms: m['p(99)'], max_ms: m.max };
     return { stdout: JSON.stringify(out) + '\n',
-      [`loadtest/results/records-${PATH_KIND}-${QUERY}.json`]: JSON.stringify(out, null, 1) };
+      [`${RESULTS}/records-${PATH_KIND}-${QUERY}.json`]: JSON.stringify(out, null, 1) };
   }
   // The pages are read for DURATION after setup() (which finds the deep
   // bookmark); each path of an interleaved run has half of it.
@@ -136,7 +145,7 @@ export function handleSummary(d) {
       med_ms: m.med, p90_ms: m['p(90)'], p99_ms: m['p(99)'], max_ms: m.max };
     if (PATHS.length > 1) out.interleaved = `${SLICE_MS / 1000}s slices`;
     lines.push(JSON.stringify(out));
-    files[`loadtest/results/records-${p}-${QUERY}.json`] = JSON.stringify(out, null, 1);
+    files[`${RESULTS}/records-${p}-${QUERY}.json`] = JSON.stringify(out, null, 1);
   }
   return { stdout: lines.join('\n') + '\n', ...files };
 }

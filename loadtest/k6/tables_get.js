@@ -36,6 +36,7 @@ import { signedHeaders } from './sign.js';
 import encoding from 'k6/encoding';
 import exec from 'k6/execution';
 import { pathOf, seconds } from './interleave.js';
+import { withSmoke } from './smoke.js';
 
 const MODE = __ENV.MODE || 'compare';
 const ROUTER_URL = (__ENV.ROUTER_URL || 'http://127.0.0.1:8080').replace(/\/$/, '');
@@ -140,7 +141,7 @@ function thresholds() {
 
 export const options = {
   scenarios: scenarios(),
-  thresholds: thresholds(),
+  thresholds: withSmoke(thresholds()),
   summaryTrendStats: trendStats,
   discardResponseBodies: true,
   noCookiesReset: true,

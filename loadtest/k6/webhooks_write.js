@@ -16,6 +16,7 @@ import http from 'k6/http';
 import { check } from 'k6';
 import { Trend, Counter, Rate } from 'k6/metrics';
 import { pathOf } from './interleave.js';
+import { withSmoke } from './smoke.js';
 
 const ROUTER_URL = (__ENV.ROUTER_URL || 'http://127.0.0.1:8080').replace(/\/$/, '');
 const OP = __ENV.OP || 'create';
@@ -34,6 +35,7 @@ export const options = {
   },
   summaryTrendStats: ['med', 'p(90)', 'p(99)'],
   discardResponseBodies: true,
+  thresholds: withSmoke(),
 };
 
 const metrics = Object.fromEntries(TABLES.map((t) => [t, {

@@ -34,6 +34,7 @@ pub fn owner_principal(user_id: String, key_id: String, database_id: String) -> 
         support: false,
         epoch: None,
         new_database: None,
+        share: false,
     }
 }
 
@@ -105,6 +106,25 @@ impl Stats {
             let _ = self.hist.lock().unwrap().record(us);
         } else {
             self.failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Why the run counts as failed, if it does: a measured request failed
+    /// (an error or a status other than 200), or none was measured. Both
+    /// binaries then exit with status 1 (after their summary), so a script
+    /// that runs them (`run.sh`, `deploy/loadtest-smoke`) sees the failure.
+    pub fn failure(&self, name: &str) -> Option<String> {
+        let ok = self.ok.load(Ordering::Relaxed);
+        let failed = self.failed.load(Ordering::Relaxed);
+        if failed > 0 {
+            Some(format!(
+                "{name}: {failed} of {} requests failed",
+                ok + failed
+            ))
+        } else if ok == 0 {
+            Some(format!("{name}: no request was measured"))
+        } else {
+            None
         }
     }
 

@@ -18,6 +18,9 @@
 //! | `INTERLEAVE` | `0` | `1`: one scenario of `USERS` users at `RATE` whose requests go to the router or the shard by time slice (below) |
 //! | `SLICE` | `5` | seconds per slice with `INTERLEAVE=1` |
 //!
+//! Exits with status 1 after the summary when a measured request failed or a
+//! path had none (`Stats::failure`).
+//!
 //! With `INTERLEAVE=1` the box carries `RATE` at every moment, not twice
 //! it: the measured time is cut into slices of `SLICE` seconds that go
 //! router, direct, direct, router, then the mirror image
@@ -347,5 +350,13 @@ async fn main() -> Result<(), GooseError> {
     }
     std::fs::write(&summary_path, serde_json::to_string_pretty(&out).unwrap())
         .expect("write summary");
+    let failures: Vec<String> = [s.router.failure("router"), s.direct.failure("direct")]
+        .into_iter()
+        .flatten()
+        .collect();
+    if !failures.is_empty() {
+        eprintln!("goose: the run failed: {}", failures.join("; "));
+        std::process::exit(1);
+    }
     Ok(())
 }

@@ -14,11 +14,14 @@
 //! | `USERS` | `8` | closed-loop users (no think time) |
 //! | `RUN_TIME` | `30` | measured seconds |
 //! | `WARMUP` | `3` | seconds of samples discarded at the start |
+//! | `PAUSE_MS` | `0` | each user's pause between requests (the smoke run's pacing) |
+//! | `RESULTS` | `../results` (of this crate) | where the summary files go |
 //!
 //! Prints one JSON line with the fields of `records.js`'s summary
 //! (`rps`, `med_ms`, `p90_ms`, `p99_ms`, `max_ms`; latency from send to the
 //! last body byte, µs resolution) and writes it to
-//! `../results/records-goose-<path>-<query>.json`.
+//! `RESULTS/records-goose-<path>-<query>.json`. Exits with status 1 after
+//! that when a measured request failed or a path had none.
 //!
 //! `interleaved` runs both paths in one run: the measured time is cut into
 //! slices of `SLICE` seconds, every user sends each request to the path of
@@ -204,6 +207,11 @@ async fn main() -> Result<(), GooseError> {
     let users = env_num("USERS", 8).max(1);
     let run_time = env_num("RUN_TIME", 30);
     let warmup = env_num("WARMUP", 3);
+    let pause = Duration::from_millis(env_num("PAUSE_MS", 0));
+    let results = env_or(
+        "RESULTS",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../results"),
+    );
 
     let text = std::fs::read_to_string(&fixture_path)
         .unwrap_or_else(|e| panic!("{fixture_path}: {e} (run loadtest/records_setup.sh first)"));
@@ -272,10 +280,13 @@ async fn main() -> Result<(), GooseError> {
         .ok()
         .expect("set once");
 
+    let mut scenario =
+        scenario!("records").register_transaction(transaction!(read_page).set_name("page"));
+    if !pause.is_zero() {
+        scenario = scenario.set_wait_time(pause, pause)?;
+    }
     GooseAttack::initialize()?
-        .register_scenario(
-            scenario!("records").register_transaction(transaction!(read_page).set_name("page")),
-        )
+        .register_scenario(scenario)
         .set_default(GooseDefault::Host, base.as_str())?
         .set_default(GooseDefault::Users, users as usize)?
         .set_default(GooseDefault::IncreaseRate, users.to_string().as_str())?
@@ -286,6 +297,7 @@ async fn main() -> Result<(), GooseError> {
     let s = setup();
     let measured = (s.last_end_us.load(Ordering::Relaxed) as f64 / 1e6 - warmup as f64)
         .clamp(1.0, run_time as f64);
+    let mut failures = Vec::new();
     for t in &s.targets {
         // Each path of an interleaved run had the time of its slices.
         let path_secs = match (s.targets.len(), t.kind) {
@@ -318,13 +330,14 @@ async fn main() -> Result<(), GooseError> {
             out["interleaved"] = format!("{}s slices", s.slice.as_secs()).into();
         }
         println!("{out}");
-        let file = format!(
-            "{}/../results/records-goose-{}-{query}.json",
-            env!("CARGO_MANIFEST_DIR"),
-            t.kind
-        );
+        let file = format!("{results}/records-goose-{}-{query}.json", t.kind);
         std::fs::write(&file, serde_json::to_string_pretty(&out).unwrap())
             .expect("write the summary");
+        failures.extend(t.stats.failure(t.kind));
+    }
+    if !failures.is_empty() {
+        eprintln!("records: the run failed: {}", failures.join("; "));
+        std::process::exit(1);
     }
     Ok(())
 }
