@@ -176,7 +176,6 @@ async fn spawn_shard(database_url: String) -> SocketAddr {
         control_plane_url: None,
         control_plane_token: None,
         metrics_token: None,
-        metrics_listen: "127.0.0.1:0".parse().unwrap(),
         pool_size: 4,
         trash: Default::default(),
         db_limits: Default::default(),

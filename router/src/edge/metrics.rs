@@ -120,7 +120,7 @@ impl Page {
             };
             let page = self.clone();
             tokio::spawn(async move {
-                let service = service_fn(move |req| {
+                let service = service_fn(move |req: Request<hyper::body::Incoming>| {
                     let page = page.clone();
                     async move { Ok::<_, Infallible>(page.answer(&req)) }
                 });
