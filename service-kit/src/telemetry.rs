@@ -41,7 +41,7 @@ pub struct LogSettings {
     pub log_format: LogFormat,
     /// One log line per request (method, route template, status,
     /// duration_ms, database_id): `on` or `off`.
-    #[arg(long, env = "ACCESS_LOG", default_value = "on", value_parser = parse::on_off)]
+    #[arg(long, env = "ACCESS_LOG", default_value = "on", value_parser = parse::on_off, action = clap::ArgAction::Set)]
     pub access_log: bool,
 }
 
