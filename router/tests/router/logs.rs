@@ -139,6 +139,6 @@ async fn text_lines_have_the_access_log_too() {
         .collect();
     assert_eq!(access.len(), 1, "{lines:#?}");
     assert!(access[0].contains("status=401"), "{}", access[0]);
-    assert!(access[0].contains(&format!("database_id={db}")), "{}", access[0]);
+    assert!(access[0].contains(&format!("database_id=\"{db}\"")), "{}", access[0]);
     assert!(serde_json::from_str::<Value>(access[0]).is_err());
 }
