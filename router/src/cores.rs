@@ -66,7 +66,9 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
         (Some(handle), Some(token)) => {
             let listener = tokio::net::TcpListener::bind(config.metrics_listen)
                 .await
-                .with_context(|| format!("bind {} (ROUTER_METRICS_LISTEN)", config.metrics_listen))?;
+                .with_context(|| {
+                    format!("bind {} (ROUTER_METRICS_LISTEN)", config.metrics_listen)
+                })?;
             tracing::info!(listen = %config.metrics_listen, "metrics page listening");
             let page = crate::edge::metrics::Page::new(handle.clone(), token.clone());
             Some(tokio::spawn(page.serve(listener)))

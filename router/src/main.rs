@@ -27,9 +27,8 @@ fn main() -> anyhow::Result<()> {
     bound_malloc_retention();
     let log = settings.log;
     let mut config = Config::from_settings(settings)?;
-    config.metrics = Some(
-        service_kit::metrics::install("router").context("install the metrics recorder")?,
-    );
+    config.metrics =
+        Some(service_kit::metrics::install("router").context("install the metrics recorder")?);
     // This runtime only waits for the shutdown signal (and hosts telemetry);
     // requests are served by `router::cores`, one runtime per thread.
     tokio::runtime::Builder::new_current_thread()

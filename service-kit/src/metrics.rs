@@ -153,9 +153,18 @@ pub fn describe() {
     describe_gauge!(HTTP_IN_FLIGHT, "Requests being handled now.");
     describe_gauge!(POOL_CAPACITY, "Sessions a PostgreSQL pool may open.");
     describe_gauge!(POOL_IN_USE, "Sessions of a PostgreSQL pool lent out now.");
-    describe_gauge!(POOL_IDLE, "Open sessions of a PostgreSQL pool not lent out.");
-    describe_gauge!(POOL_WAITING, "Callers waiting for a session of a PostgreSQL pool.");
-    describe_gauge!(BUILD_INFO, "1, labelled with the service, its version and commit.");
+    describe_gauge!(
+        POOL_IDLE,
+        "Open sessions of a PostgreSQL pool not lent out."
+    );
+    describe_gauge!(
+        POOL_WAITING,
+        "Callers waiting for a session of a PostgreSQL pool."
+    );
+    describe_gauge!(
+        BUILD_INFO,
+        "1, labelled with the service, its version and commit."
+    );
     crate::process::describe();
     describe_histogram!(
         POOL_WAIT,

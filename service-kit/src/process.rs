@@ -69,7 +69,8 @@ struct StatTimes {
 fn stat_times(stat: &str) -> Option<StatTimes> {
     let (_, rest) = stat.rsplit_once(") ")?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let field = |n: usize| -> Option<f64> { fields.get(n - 3)?.parse::<u64>().ok().map(|v| v as f64) };
+    let field =
+        |n: usize| -> Option<f64> { fields.get(n - 3)?.parse::<u64>().ok().map(|v| v as f64) };
     Some(StatTimes {
         cpu_seconds: (field(14)? + field(15)?) / TICKS_PER_SECOND,
         start_after_boot: field(22)? / TICKS_PER_SECOND,

@@ -95,11 +95,7 @@ pub fn record_status(span: &tracing::Span, status: http::StatusCode) {
 /// Axum middleware: runs the request inside its [`server_span`], a child
 /// of the caller's trace context. `loggable` is how the path may appear
 /// (credentials in it cut). Layer it outermost, on the whole router.
-pub async fn server(
-    request: Request,
-    next: Next,
-    loggable: fn(&str) -> Cow<'_, str>,
-) -> Response {
+pub async fn server(request: Request, next: Next, loggable: fn(&str) -> Cow<'_, str>) -> Response {
     let route = request
         .extensions()
         .get::<MatchedPath>()

@@ -89,12 +89,18 @@ async fn shard_metrics_take_the_metrics_token_and_nothing_else() {
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("tabula_http_requests_total"), "{page}");
     assert_build_and_process(&page, "shard-node");
-    assert!(page.contains(r#"tabula_db_pool_capacity{pool="requests"}"#), "{page}");
+    assert!(
+        page.contains(r#"tabula_db_pool_capacity{pool="requests"}"#),
+        "{page}"
+    );
     let base = var("CONTROL_PLANE_URL");
     let (status, page) = call(&base, Method::GET, "/metrics", &var("METRICS_TOKEN")).await;
     assert_eq!(status, 200, "{page}");
     assert_build_and_process(&page, "control-plane");
-    assert!(page.contains(r#"tabula_db_pool_in_use{pool="catalog"}"#), "{page}");
+    assert!(
+        page.contains(r#"tabula_db_pool_in_use{pool="catalog"}"#),
+        "{page}"
+    );
 }
 
 #[tokio::test]

@@ -41,10 +41,7 @@ async fn one_request(env: &[(&str, &str)]) -> (Vec<String>, String) {
     let status = loop {
         let sent = http
             .get(&url)
-            .header(
-                "traceparent",
-                format!("00-{TRACE_ID}-00f067aa0ba902b7-01"),
-            )
+            .header("traceparent", format!("00-{TRACE_ID}-00f067aa0ba902b7-01"))
             .send()
             .await;
         match sent {
@@ -61,9 +58,19 @@ async fn one_request(env: &[(&str, &str)]) -> (Vec<String>, String) {
     child.kill().unwrap();
     child.wait().unwrap();
     let mut out = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
     let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     let lines = out.lines().chain(err.lines()).map(str::to_owned).collect();
     (lines, db)
 }
@@ -73,9 +80,7 @@ fn json_lines(lines: &[String]) -> Vec<Value> {
     lines
         .iter()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}"))
-        })
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
         .collect()
 }
 
@@ -101,11 +106,16 @@ async fn json_lines_carry_the_access_log_with_the_trace_id() {
     assert_eq!(line["method"], "GET");
     assert_eq!(line["route"], "/api/databases/{id}/tables");
     assert_eq!(line["status"], 401);
-    assert!(line["duration_ms"].as_f64().is_some_and(|d| d >= 0.0), "{line}");
+    assert!(
+        line["duration_ms"].as_f64().is_some_and(|d| d >= 0.0),
+        "{line}"
+    );
     assert_eq!(line["database_id"], db.as_str());
     assert_eq!(line["trace_id"], TRACE_ID, "{line}");
     assert!(
-        line["span_id"].as_str().is_some_and(|s| s.len() == 16 && s != "00f067aa0ba902b7"),
+        line["span_id"]
+            .as_str()
+            .is_some_and(|s| s.len() == 16 && s != "00f067aa0ba902b7"),
         "{line}"
     );
     assert!(line["timestamp"].is_string(), "{line}");
@@ -139,6 +149,10 @@ async fn text_lines_have_the_access_log_too() {
         .collect();
     assert_eq!(access.len(), 1, "{lines:#?}");
     assert!(access[0].contains("status=401"), "{}", access[0]);
-    assert!(access[0].contains(&format!("database_id=\"{db}\"")), "{}", access[0]);
+    assert!(
+        access[0].contains(&format!("database_id=\"{db}\"")),
+        "{}",
+        access[0]
+    );
     assert!(serde_json::from_str::<Value>(access[0]).is_err());
 }

@@ -7,7 +7,10 @@ use super::*;
 
 /// `GET /metrics` on the internal listener.
 async fn scrape(e: &Env, token: Option<&str>) -> reqwest::Response {
-    let page = e.metrics.as_deref().expect("the metrics listener is served");
+    let page = e
+        .metrics
+        .as_deref()
+        .expect("the metrics listener is served");
     get_metrics(e, page, token).await
 }
 
@@ -55,7 +58,13 @@ async fn metrics_need_the_metrics_token_and_name_routes_by_template() {
 
     // The internal listener refuses no token, a wrong one, an API key, the
     // operator's admin token and the router's control-plane token.
-    for other in [None, Some("not-the-token"), Some(token.as_str()), Some(ADMIN_TOKEN), Some(ROUTER_TOKEN)] {
+    for other in [
+        None,
+        Some("not-the-token"),
+        Some(token.as_str()),
+        Some(ADMIN_TOKEN),
+        Some(ROUTER_TOKEN),
+    ] {
         let r = scrape(&e, other).await;
         assert_eq!(r.status(), 401, "{other:?}");
         let v: Value = r.json().await.unwrap();
@@ -63,7 +72,12 @@ async fn metrics_need_the_metrics_token_and_name_routes_by_template() {
     }
     // Any other path there is unknown.
     let page = e.metrics.as_deref().unwrap();
-    let r = e.http.get(format!("{page}/api/health")).send().await.unwrap();
+    let r = e
+        .http
+        .get(format!("{page}/api/health"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 404);
 
     let r = scrape(&e, Some(METRICS_TOKEN)).await;

@@ -43,7 +43,12 @@ struct Received {
 
 impl Received {
     fn attribute(&self, key: &str) -> Option<String> {
-        let value = self.attributes.iter().find(|a| a.key == key)?.value.as_ref()?;
+        let value = self
+            .attributes
+            .iter()
+            .find(|a| a.key == key)?
+            .value
+            .as_ref()?;
         match value.value.as_ref()? {
             Any::StringValue(s) => Some(s.clone()),
             Any::IntValue(i) => Some(i.to_string()),
@@ -136,7 +141,10 @@ async fn one_request_through_a_cold_router_is_one_trace_across_the_tiers() {
 
     owner
         .api
-        .post(&records, json!({"records": [{"fields": {"Name": "traced"}}]}))
+        .post(
+            &records,
+            json!({"records": [{"fields": {"Name": "traced"}}]}),
+        )
         .await
         .expect_ok();
 
@@ -184,18 +192,23 @@ async fn one_request_through_a_cold_router_is_one_trace_across_the_tiers() {
     // The router's span starts the trace (the client sent no traceparent).
     assert!(root.parent_span_id.is_empty(), "{root:#?}");
     assert_eq!(root.name, format!("POST {ROUTE}"));
-    assert_eq!(root.attribute("http.response.status_code").as_deref(), Some("200"));
-    assert!(root.attribute("url.path").is_some_and(|p| p.starts_with("/api/tables/")));
+    assert_eq!(
+        root.attribute("http.response.status_code").as_deref(),
+        Some("200")
+    );
+    assert!(root
+        .attribute("url.path")
+        .is_some_and(|p| p.starts_with("/api/tables/")));
 
     // The shard node's span is the router span's child.
-    let shard = trace
-        .iter()
-        .find(|s| s.service == "shard-node")
-        .unwrap();
+    let shard = trace.iter().find(|s| s.service == "shard-node").unwrap();
     assert_eq!(shard.kind, server, "{shard:#?}");
     assert_eq!(shard.name, format!("POST {ROUTE}"));
     assert_eq!(shard.parent_span_id, root.span_id, "{shard:#?}");
-    assert_eq!(shard.attribute("http.response.status_code").as_deref(), Some("200"));
+    assert_eq!(
+        shard.attribute("http.response.status_code").as_deref(),
+        Some("200")
+    );
 
     // A cold router asked the control plane: each look-up a client span of
     // the request, each answered by a control-plane server span, its child.
@@ -214,15 +227,23 @@ async fn one_request_through_a_cold_router_is_one_trace_across_the_tiers() {
     for call in &calls {
         assert_eq!(call.parent_span_id, root.span_id, "{call:#?}");
         assert!(call.attribute("http.request.method").is_some(), "{call:#?}");
-        assert_eq!(call.attribute("server.address").as_deref(), Some("127.0.0.1"));
-        assert!(call.attribute("http.response.status_code").is_some(), "{call:#?}");
+        assert_eq!(
+            call.attribute("server.address").as_deref(),
+            Some("127.0.0.1")
+        );
+        assert!(
+            call.attribute("http.response.status_code").is_some(),
+            "{call:#?}"
+        );
         let answer = trace
             .iter()
             .find(|s| s.service == "control-plane" && s.parent_span_id == call.span_id)
             .unwrap_or_else(|| panic!("no control-plane span under {call:#?}\nin {trace:#?}"));
         assert_eq!(answer.kind, server, "{answer:#?}");
         assert!(
-            answer.attribute("http.route").is_some_and(|r| r.starts_with("/internal/")),
+            answer
+                .attribute("http.route")
+                .is_some_and(|r| r.starts_with("/internal/")),
             "{answer:#?}"
         );
         assert_eq!(
