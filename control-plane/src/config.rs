@@ -132,6 +132,8 @@ pub struct Settings {
     /// Listen address (host:port).
     #[arg(long, env = "CONTROL_PLANE_LISTEN", default_value = "127.0.0.1:8090")]
     pub listen: SocketAddr,
+    #[command(flatten)]
+    pub log: service_kit::telemetry::LogSettings,
     /// Its catalog PostgreSQL.
     #[arg(long, env = "CONTROL_PLANE_DATABASE_URL", hide_env_values = true)]
     pub database_url: Secret,

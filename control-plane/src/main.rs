@@ -26,10 +26,10 @@ fn main() -> std::process::ExitCode {
 }
 
 async fn serve(settings: Settings) -> i32 {
-    let _telemetry = service_kit::telemetry::init("control-plane");
+    let _telemetry = service_kit::telemetry::init("control-plane", &settings.log);
     let result = async {
         let mut config = Config::from_settings(settings)?;
-        config.metrics = Some(service_kit::metrics::install()?);
+        config.metrics = Some(service_kit::metrics::install("control-plane")?);
         let listener = tokio::net::TcpListener::bind(config.listen).await?;
         control_plane::run(config, listener).await
     }

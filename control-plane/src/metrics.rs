@@ -7,9 +7,10 @@
 //!
 //! Series (besides the shared ones of `service_kit::metrics`, whose
 //! `route` is axum's matched route, `unknown` when none matched):
-//! * `tabula_db_pool_connections{pool="catalog"}` and
-//!   `tabula_db_pool_wait_seconds{pool="catalog"}`: the catalog pool.
+//! * `tabula_db_pool_capacity`, `_in_use`, `_idle`, `_waiting` and
+//!   `tabula_db_pool_wait_seconds`, all `{pool="catalog"}`: the catalog pool.
 //! * [`MOVES`]: database moves by state, counted when the page is rendered.
+//! * [`MOVE_PAUSE`]: the write pauses of moves ([`Pause`]).
 
 use std::time::Instant;
 
@@ -27,12 +28,55 @@ use crate::AppState;
 /// Gauge.
 pub const MOVES: &str = "tabula_moves";
 
+/// How long a move held the database's writes, by `phase` (`verify`: the
+/// frozen point of the verification; `cutover`: up to the flip) and
+/// `outcome` (`released`, `flipped`, or `abandoned`: over budget, aborted
+/// or failed, rolled back after). Histogram.
+pub const MOVE_PAUSE: &str = "tabula_move_write_pause_seconds";
+
 const CATALOG_POOL: &str = "catalog";
 
 /// The `# HELP` lines of the control plane's series (with the shared ones).
 pub fn describe() {
     shared::describe();
     ::metrics::describe_gauge!(MOVES, "Database moves in the catalog, by state.");
+    ::metrics::describe_histogram!(
+        MOVE_PAUSE,
+        ::metrics::Unit::Seconds,
+        "Write pauses of database moves, by phase (verify, cutover) and outcome."
+    );
+}
+
+/// One write pause of a move, from the hold until it is released or the
+/// flip is done; recorded in [`MOVE_PAUSE`] when dropped (`abandoned`
+/// unless [`Pause::ended`] named the outcome).
+pub struct Pause {
+    phase: &'static str,
+    outcome: &'static str,
+    started: Instant,
+}
+
+impl Pause {
+    /// A pause of `phase` starting now.
+    pub fn start(phase: &'static str) -> Self {
+        Self {
+            phase,
+            outcome: "abandoned",
+            started: Instant::now(),
+        }
+    }
+
+    /// Ends the pause with `outcome` (`released`, `flipped`).
+    pub fn ended(mut self, outcome: &'static str) {
+        self.outcome = outcome;
+    }
+}
+
+impl Drop for Pause {
+    fn drop(&mut self) {
+        ::metrics::histogram!(MOVE_PAUSE, "phase" => self.phase, "outcome" => self.outcome)
+            .record(self.started.elapsed().as_secs_f64());
+    }
 }
 
 /// `GET /metrics` (behind the metrics or the admin token).

@@ -20,6 +20,9 @@ pub struct Config {
     /// `METRICS_TOKEN`: the only credential `GET /metrics` accepts; unset,
     /// the router serves no page.
     pub metrics_token: Option<Secret>,
+    /// `ROUTER_METRICS_LISTEN`: the internal listener of `GET /metrics`
+    /// (never the public port), bound when `METRICS_TOKEN` is set.
+    pub metrics_listen: SocketAddr,
     pub redis_url: String,
     pub cluster_secret: Secret,
     /// Per-key budget per minute (`ROUTER_KEY_LIMIT_PER_MIN`).
@@ -129,10 +132,16 @@ pub struct Settings {
         hide_env_values = true
     )]
     pub control_plane_token: Secret,
-    /// The only credential `GET /metrics` on the public port takes; unset:
-    /// no page. Must differ from CONTROL_PLANE_ROUTER_TOKEN.
+    /// The only credential `GET /metrics` (on ROUTER_METRICS_LISTEN) takes;
+    /// unset: no page. Must differ from CONTROL_PLANE_ROUTER_TOKEN.
     #[arg(long, env = "METRICS_TOKEN", hide_env_values = true)]
     pub metrics_token: Option<Secret>,
+    /// Internal listen address (host:port) of `GET /metrics`, apart from the
+    /// public port; bound when METRICS_TOKEN is set.
+    #[arg(long, env = "ROUTER_METRICS_LISTEN", default_value = "127.0.0.1:9464")]
+    pub metrics_listen: SocketAddr,
+    #[command(flatten)]
+    pub log: service_kit::telemetry::LogSettings,
     /// Redis: rate limits, key and access versions, invalidations.
     #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     pub redis_url: String,
@@ -223,6 +232,7 @@ impl Config {
             control_plane_url: s.control_plane_url,
             control_plane_token: s.control_plane_token,
             metrics_token: s.metrics_token,
+            metrics_listen: s.metrics_listen,
             redis_url: s.redis_url,
             cluster_secret: s.cluster_secret,
             key_limit_per_min: s.key_limit_per_min,
@@ -281,6 +291,7 @@ mod tests {
             (h.concurrency, h.wait)
         );
         assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.metrics_listen.to_string(), "127.0.0.1:9464");
         assert!(c.threads >= 1);
     }
 

@@ -62,7 +62,24 @@ fn reuseport_listener(addr: SocketAddr) -> std::io::Result<std::net::TcpListener
 pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     let listeners = bind(config.listen, config.threads)?;
     tracing::info!(listen = %config.listen, threads = listeners.len(), "router listening");
-    serve(listeners, config, shutdown).await
+    let page = match (&config.metrics, &config.metrics_token) {
+        (Some(handle), Some(token)) => {
+            let listener = tokio::net::TcpListener::bind(config.metrics_listen)
+                .await
+                .with_context(|| {
+                    format!("bind {} (ROUTER_METRICS_LISTEN)", config.metrics_listen)
+                })?;
+            tracing::info!(listen = %config.metrics_listen, "metrics page listening");
+            let page = crate::edge::metrics::Page::new(handle.clone(), token.clone());
+            Some(tokio::spawn(page.serve(listener)))
+        }
+        _ => None,
+    };
+    let served = serve(listeners, config, shutdown).await;
+    if let Some(page) = page {
+        page.abort();
+    }
+    served
 }
 
 /// Serves one core per listener until `shutdown` resolves, then drains. An

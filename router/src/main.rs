@@ -25,18 +25,20 @@ fn bound_malloc_retention() {}
 fn main() -> anyhow::Result<()> {
     let settings: router::config::Settings = service_kit::parse::args();
     bound_malloc_retention();
+    let log = settings.log;
     let mut config = Config::from_settings(settings)?;
-    config.metrics = Some(service_kit::metrics::install().context("install the metrics recorder")?);
+    config.metrics =
+        Some(service_kit::metrics::install("router").context("install the metrics recorder")?);
     // This runtime only waits for the shutdown signal (and hosts telemetry);
     // requests are served by `router::cores`, one runtime per thread.
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("start the tokio runtime")?
-        .block_on(serve(config))
+        .block_on(serve(config, log))
 }
 
-async fn serve(config: Config) -> anyhow::Result<()> {
-    let _telemetry = service_kit::telemetry::init("router");
+async fn serve(config: Config, log: service_kit::telemetry::LogSettings) -> anyhow::Result<()> {
+    let _telemetry = service_kit::telemetry::init("router", &log);
     router::cores::run(config, service_kit::shutdown::signal()).await
 }

@@ -53,7 +53,8 @@ impl AppState {
     pub fn new(config: Config) -> anyhow::Result<Self> {
         crate::edge::metrics::describe();
         let control =
-            ControlPlaneClient::new(&config.control_plane_url, &config.control_plane_token.0);
+            ControlPlaneClient::new(&config.control_plane_url, &config.control_plane_token.0)
+                .traced(service_kit::trace::inject);
         let redis = RedisPool::new(&config.redis_url, REDIS_MAX_IDLE, REDIS_CONNECT_TIMEOUT)?;
         Ok(Self {
             keys: Arc::new(KeyStore::new(control.clone(), config.hash_limits)),

@@ -41,6 +41,7 @@ fn config(cp: SocketAddr) -> router::Config {
         control_plane_url: format!("http://{cp}"),
         control_plane_token: router::config::Secret("t".into()),
         metrics_token: None,
+        metrics_listen: "127.0.0.1:0".parse().unwrap(),
         redis_url: redis_url(),
         cluster_secret: router::config::Secret("s".into()),
         key_limit_per_min: 600,

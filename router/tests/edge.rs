@@ -192,6 +192,7 @@ async fn env(limits: ConnectionLimits, max_in_flight: usize, shard_url: &str) ->
         control_plane_url: format!("http://{cp_addr}"),
         control_plane_token: router::config::Secret("t".into()),
         metrics_token: None,
+        metrics_listen: "127.0.0.1:0".parse().unwrap(),
         redis_url: redis_url(),
         cluster_secret: router::config::Secret("s".into()),
         key_limit_per_min: 10_000,

@@ -35,7 +35,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use cluster_protocol::control::*;
 use cluster_protocol::ids::{new_tagged, new_untagged, random_token, Kind};
-use opentelemetry::trace::{SpanId, TracerProvider as _};
+use opentelemetry::trace::{SpanId, SpanKind, TracerProvider as _};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
 use serde_json::{json, Value};
@@ -271,6 +271,7 @@ async fn a_request_through_the_router_is_one_trace_across_router_and_shard() {
         control_plane_url: format!("http://{cp_addr}"),
         control_plane_token: router::config::Secret("router".into()),
         metrics_token: None,
+        metrics_listen: "127.0.0.1:0".parse().unwrap(),
         redis_url,
         cluster_secret: router::config::Secret(CLUSTER_SECRET.into()),
         key_limit_per_min: 1000,
@@ -304,9 +305,11 @@ async fn a_request_through_the_router_is_one_trace_across_router_and_shard() {
 
     // Spans are exported as they end; the router's ends as its answer goes.
     let is_create = |s: &SpanData| {
-        s.name == "request"
-            && attribute(s, "method").as_deref() == Some("POST")
-            && attribute(s, "path").as_deref() == Some("/api/databases")
+        s.name == "POST /api/databases"
+            && s.span_kind == SpanKind::Server
+            && attribute(s, "http.request.method").as_deref() == Some("POST")
+            && attribute(s, "http.route").as_deref() == Some("/api/databases")
+            && attribute(s, "url.path").as_deref() == Some("/api/databases")
     };
     let mut spans = Vec::new();
     for _ in 0..100 {
@@ -340,7 +343,39 @@ async fn a_request_through_the_router_is_one_trace_across_router_and_shard() {
         shard_span.parent_span_is_remote,
         "its parent came over the wire (traceparent)"
     );
-    assert_eq!(attribute(router_span, "status").as_deref(), Some("200"));
-    assert_eq!(attribute(shard_span, "status").as_deref(), Some("200"));
+    for span in [router_span, shard_span] {
+        assert_eq!(
+            attribute(span, "http.response.status_code").as_deref(),
+            Some("200")
+        );
+    }
+    // The router's calls to the control plane are client spans of its
+    // request (the fake control plane is not traced).
+    let calls: Vec<_> = collected
+        .spans()
+        .into_iter()
+        .filter(|s| s.span_kind == SpanKind::Client)
+        .collect();
+    let allocate = calls
+        .iter()
+        .find(|s| {
+            attribute(s, "url.full").is_some_and(|u| u.ends_with("/internal/databases/allocate"))
+        })
+        .unwrap_or_else(|| panic!("no allocate call in {calls:#?}"));
+    assert_eq!(allocate.name, "POST");
+    assert_eq!(allocate.parent_span_id, router_span.span_context.span_id());
+    assert_eq!(
+        allocate.span_context.trace_id(),
+        router_span.span_context.trace_id()
+    );
+    assert_eq!(
+        attribute(allocate, "http.request.method").as_deref(),
+        Some("POST")
+    );
+    assert_eq!(
+        attribute(allocate, "server.address").as_deref(),
+        Some("127.0.0.1")
+    );
+    assert!(attribute(allocate, "http.response.status_code").is_some());
     drop_database(&database_name).await;
 }

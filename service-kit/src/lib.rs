@@ -1,7 +1,10 @@
 //! Plumbing the three services share, kept out of the wire contract
 //! (`cluster-protocol`): each piece exists once, here.
 //!
-//! * [`telemetry`]: tracing set-up (`RUST_LOG`, OTLP export).
+//! * [`telemetry`]: tracing set-up (`RUST_LOG`, `LOG_FORMAT`, `ACCESS_LOG`,
+//!   OTLP export).
+//! * [`trace`]: W3C trace context in and out, HTTP server spans.
+//! * [`process`]: the process's CPU, memory, descriptors and start time.
 //! * [`shutdown`]: the SIGINT/SIGTERM future the binaries drain on.
 //! * [`serve`]: an axum app on a listener until shutdown.
 //! * [`metrics`]: the Prometheus recorder, the series every service has and
@@ -15,9 +18,11 @@ pub mod listen;
 pub mod metrics;
 pub mod migrations;
 pub mod parse;
+pub mod process;
 pub mod secret;
 pub mod serve;
 pub mod shutdown;
 pub mod telemetry;
+pub mod trace;
 
 pub use secret::Secret;

@@ -1,6 +1,8 @@
 //! Prometheus metrics, the part the three services share: the recorder,
 //! the names of the series every service has (HTTP requests by route
-//! template, latency, requests in flight, pool usage and waits), and the
+//! template, latency, requests in flight, pool capacity, use and waits,
+//! build info, the process's figures of [`crate::process`]), the access
+//! log's line of a request, and the
 //! admin-token check that keeps `/metrics` private, and the measuring of
 //! every request ([`Measured`], and [`measure`] for the axum services).
 //! Each service's own `metrics` module adds its series and serves the page.
@@ -32,10 +34,18 @@ pub const HTTP_REQUESTS: &str = "tabula_http_requests_total";
 pub const HTTP_DURATION: &str = "tabula_http_request_duration_seconds";
 /// Requests being handled now. Gauge.
 pub const HTTP_IN_FLIGHT: &str = "tabula_http_requests_in_flight";
-/// Sessions of a PostgreSQL pool, by `pool` and `state`: `size` (open),
-/// `available` (idle), `waiting` (callers waiting for one), `max`. Gauge,
-/// read from deadpool's status when the page is rendered.
-pub const POOL_CONNECTIONS: &str = "tabula_db_pool_connections";
+/// Sessions a PostgreSQL pool may open, by `pool`. Gauge, read from
+/// deadpool's status when the page is rendered (as are the next three).
+pub const POOL_CAPACITY: &str = "tabula_db_pool_capacity";
+/// Sessions of a pool lent out now, by `pool`. Gauge.
+pub const POOL_IN_USE: &str = "tabula_db_pool_in_use";
+/// Open sessions of a pool not lent out, by `pool`. Gauge.
+pub const POOL_IDLE: &str = "tabula_db_pool_idle";
+/// Callers waiting for a session of a pool, by `pool`. Gauge.
+pub const POOL_WAITING: &str = "tabula_db_pool_waiting";
+/// `1`, by `service`, `version` and (when the build set `TABULA_COMMIT`)
+/// `commit`. Gauge.
+pub const BUILD_INFO: &str = "tabula_build_info";
 /// Time to get a session from a pool, by `pool` and `outcome` (`ok`,
 /// `error`: none in time or the connect failed). Histogram.
 pub const POOL_WAIT: &str = "tabula_db_pool_wait_seconds";
@@ -59,10 +69,24 @@ fn builder() -> Result<PrometheusBuilder, BuildError> {
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS_BUCKETS)
 }
 
-/// Installs the process's recorder; fails if one is installed already.
-/// Call once, in `main`.
-pub fn install() -> Result<PrometheusHandle, BuildError> {
-    builder()?.install_recorder()
+/// Installs the process's recorder and sets [`BUILD_INFO`] of `service`;
+/// fails if a recorder is installed already. Call once, in `main`.
+pub fn install(service: &'static str) -> Result<PrometheusHandle, BuildError> {
+    let handle = builder()?.install_recorder()?;
+    build_info(service);
+    Ok(handle)
+}
+
+/// Sets [`BUILD_INFO`] of `service` to 1.
+pub fn build_info(service: &'static str) {
+    let version = env!("CARGO_PKG_VERSION");
+    match option_env!("TABULA_COMMIT").filter(|c| !c.is_empty()) {
+        Some(commit) => metrics::gauge!(
+            BUILD_INFO, "service" => service, "version" => version, "commit" => commit
+        )
+        .set(1.0),
+        None => metrics::gauge!(BUILD_INFO, "service" => service, "version" => version).set(1.0),
+    }
 }
 
 /// Installs the recorder on the first call and returns the same handle on
@@ -80,8 +104,10 @@ pub fn install_once() -> PrometheusHandle {
         .clone()
 }
 
-/// The page: drains histogram samples into their buckets, then renders.
+/// The page: reads the process's figures ([`crate::process`]), drains
+/// histogram samples into their buckets, then renders.
 pub fn render(handle: &PrometheusHandle) -> String {
+    crate::process::record();
     handle.run_upkeep();
     handle.render()
 }
@@ -125,10 +151,21 @@ pub fn describe() {
         "Time to the response head, by method and route template."
     );
     describe_gauge!(HTTP_IN_FLIGHT, "Requests being handled now.");
+    describe_gauge!(POOL_CAPACITY, "Sessions a PostgreSQL pool may open.");
+    describe_gauge!(POOL_IN_USE, "Sessions of a PostgreSQL pool lent out now.");
     describe_gauge!(
-        POOL_CONNECTIONS,
-        "Sessions of a PostgreSQL pool by state (size, available, waiting, max)."
+        POOL_IDLE,
+        "Open sessions of a PostgreSQL pool not lent out."
     );
+    describe_gauge!(
+        POOL_WAITING,
+        "Callers waiting for a session of a PostgreSQL pool."
+    );
+    describe_gauge!(
+        BUILD_INFO,
+        "1, labelled with the service, its version and commit."
+    );
+    crate::process::describe();
     describe_histogram!(
         POOL_WAIT,
         Unit::Seconds,
@@ -169,10 +206,12 @@ impl Drop for InFlight {
 
 /// One request being measured: in flight until [`Measured::finish`] (or a
 /// drop, which counts it out of flight but not as answered), then counted
-/// by method, route and status with its latency.
+/// by method, route and status with its latency, and logged on the access
+/// log ([`access_log`]) when it is on.
 pub struct Measured {
     method: &'static str,
     route: Cow<'static, str>,
+    database_id: Option<String>,
     started: Instant,
     _in_flight: InFlight,
 }
@@ -183,25 +222,75 @@ impl Measured {
         Self {
             method: method_label(method),
             route: route.into(),
+            database_id: None,
             started: Instant::now(),
             _in_flight: InFlight::start(),
         }
     }
 
-    /// Counts the request as answered with `status`.
-    pub fn finish(self, status: http::StatusCode) {
-        record_request(
-            self.method,
-            &self.route,
-            status.as_u16(),
-            self.started.elapsed(),
-        );
+    /// Names the database the request is about, for the access log
+    /// ([`database_id`] finds it in the path).
+    pub fn database(mut self, database_id: Option<&str>) -> Self {
+        self.database_id = database_id.map(str::to_owned);
+        self
     }
+
+    /// Counts the request as answered with `status` and logs it.
+    pub fn finish(self, status: http::StatusCode) {
+        let elapsed = self.started.elapsed();
+        record_request(self.method, &self.route, status.as_u16(), elapsed);
+        if crate::telemetry::access_log() {
+            access_log(
+                self.method,
+                &self.route,
+                status.as_u16(),
+                elapsed,
+                self.database_id.as_deref(),
+            );
+        }
+    }
+}
+
+/// The access log's line of one request (target `access`, at info):
+/// `method`, `route` (the template), `status`, `duration_ms`, and
+/// `database_id` when the route names one. Inside the request's span, so a
+/// JSON line carries its trace id.
+pub fn access_log(
+    method: &str,
+    route: &str,
+    status: u16,
+    elapsed: Duration,
+    database_id: Option<&str>,
+) {
+    let duration_ms = elapsed.as_micros() as f64 / 1000.0;
+    tracing::info!(
+        target: "access",
+        method,
+        route,
+        status,
+        duration_ms,
+        database_id,
+        "request"
+    );
+}
+
+/// The database a request is about: the path segment where its route
+/// template has `databases/{...}` (`/api/databases/{id}/tables`,
+/// `/internal/databases/{id}`).
+pub fn database_id<'p>(route: &str, path: &'p str) -> Option<&'p str> {
+    let at = route
+        .split('/')
+        .collect::<Vec<_>>()
+        .windows(2)
+        .position(|w| w[0] == "databases" && w[1].starts_with('{'))?
+        + 1;
+    path.split('/').nth(at).filter(|s| !s.is_empty())
 }
 
 /// Axum middleware: counts every request by method, matched route
 /// ([`UNKNOWN_ROUTE`] when none matched) and status, its latency, and the
-/// requests in flight. Layer it on the whole router, so it sees the route
+/// requests in flight, and writes its access-log line. Layer it on the
+/// whole router (inside [`crate::trace::server`]), so it sees the route
 /// axum matched.
 pub async fn measure(request: Request, next: Next) -> Response {
     let route = request
@@ -209,22 +298,24 @@ pub async fn measure(request: Request, next: Next) -> Response {
         .get::<MatchedPath>()
         .map_or(UNKNOWN_ROUTE, |m| m.as_str())
         .to_string();
-    let measured = Measured::start(request.method(), route);
+    let database = database_id(&route, request.uri().path()).map(str::to_owned);
+    let measured = Measured::start(request.method(), route).database(database.as_deref());
     let response = next.run(request).await;
     measured.finish(response.status());
     response
 }
 
-/// Sets the [`POOL_CONNECTIONS`] gauges of `pool` from deadpool's status
-/// (`size`, `available`, `waiting`, `max`).
+/// Sets the pool series of `pool` ([`POOL_CAPACITY`], [`POOL_IN_USE`],
+/// [`POOL_IDLE`], [`POOL_WAITING`]) from deadpool's status: `size` open
+/// sessions, `available` of them idle, `waiting` callers, `max` capacity.
 pub fn pool_status(pool: &'static str, size: usize, available: usize, waiting: usize, max: usize) {
-    for (state, value) in [
-        ("size", size),
-        ("available", available),
-        ("waiting", waiting),
-        ("max", max),
+    for (series, value) in [
+        (POOL_CAPACITY, max),
+        (POOL_IN_USE, size.saturating_sub(available)),
+        (POOL_IDLE, available),
+        (POOL_WAITING, waiting),
     ] {
-        metrics::gauge!(POOL_CONNECTIONS, "pool" => pool, "state" => state).set(value as f64);
+        metrics::gauge!(series, "pool" => pool).set(value as f64);
     }
 }
 
@@ -249,5 +340,23 @@ mod tests {
         assert!(!bearer_is(&h, ""));
         h.insert(http::header::AUTHORIZATION, "bearer tok".parse().unwrap());
         assert!(!bearer_is(&h, "tok"));
+    }
+
+    #[test]
+    fn the_database_id_comes_from_the_databases_segment() {
+        assert_eq!(
+            database_id("/api/databases/{id}/tables", "/api/databases/db1/tables"),
+            Some("db1")
+        );
+        assert_eq!(
+            database_id("/internal/databases/{id}", "/internal/databases/db2"),
+            Some("db2")
+        );
+        assert_eq!(database_id("/api/databases", "/api/databases"), None);
+        assert_eq!(
+            database_id("/api/tables/{id}/records", "/api/tables/t/records"),
+            None
+        );
+        assert_eq!(database_id(UNKNOWN_ROUTE, "/api/databases/x"), None);
     }
 }

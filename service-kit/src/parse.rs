@@ -7,6 +7,8 @@
 //! * [`positive`]: a whole number above zero (counts, bytes).
 //! * [`millis`] and [`secs`]: a positive whole number of milliseconds or
 //!   seconds.
+//! * [`on_off`]: a switch, `on` or `off`.
+//! * [`log_format`]: `text` or `json`.
 //!
 //! Surrounding blanks are ignored, and [`blank_is_unset`] makes a blank
 //! environment variable count as unset, as it always has.
@@ -89,6 +91,25 @@ pub fn secs(text: &str) -> anyhow::Result<Duration> {
 /// A whole number of milliseconds, zero included.
 pub fn millis_or_zero(text: &str) -> anyhow::Result<Duration> {
     number::<u64>(text).map(Duration::from_millis)
+}
+
+/// A switch: `on` or `off` (any case).
+pub fn on_off(text: &str) -> anyhow::Result<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => anyhow::bail!("{other:?} is neither on nor off"),
+    }
+}
+
+/// The format of log lines: `text` or `json` (any case).
+pub fn log_format(text: &str) -> anyhow::Result<crate::telemetry::LogFormat> {
+    use crate::telemetry::LogFormat;
+    match text.trim().to_ascii_lowercase().as_str() {
+        "text" => Ok(LogFormat::Text),
+        "json" => Ok(LogFormat::Json),
+        other => anyhow::bail!("{other:?} is neither text nor json"),
+    }
 }
 
 /// A comma list of words (`10.0.0.0/8, ::1/128`), blanks dropped.
@@ -191,5 +212,16 @@ mod tests {
         assert!(secs("0").is_err());
         assert_eq!(millis_or_zero("0").unwrap(), Duration::ZERO);
         assert_eq!(list(" a, ,b "), ["a", "b"]);
+    }
+
+    #[test]
+    fn switches_and_log_formats() {
+        use crate::telemetry::LogFormat;
+        assert!(on_off(" ON ").unwrap());
+        assert!(!on_off("off").unwrap());
+        assert!(on_off("yes").is_err());
+        assert_eq!(log_format("JSON").unwrap(), LogFormat::Json);
+        assert_eq!(log_format("text").unwrap(), LogFormat::Text);
+        assert!(log_format("xml").is_err());
     }
 }

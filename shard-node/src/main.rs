@@ -20,9 +20,10 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn serve(settings: shard_node::settings::Settings) -> anyhow::Result<()> {
-    let _telemetry = service_kit::telemetry::init("shard-node");
+    let _telemetry = service_kit::telemetry::init("shard-node", &settings.log);
     let mut config = Config::from_settings(settings)?;
-    config.metrics = Some(service_kit::metrics::install().context("install the metrics recorder")?);
+    config.metrics =
+        Some(service_kit::metrics::install("shard-node").context("install the metrics recorder")?);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("bind {}", config.listen))?;

@@ -8,9 +8,9 @@
 //!
 //! Series (besides the shared ones of `service_kit::metrics`, whose
 //! `route` is axum's matched route, `unknown` when none matched):
-//! * `tabula_db_pool_connections{pool="requests|maintenance|deliverer"}`
-//!   and `tabula_db_pool_wait_seconds{pool}`: the three pools of
-//!   [`crate::db::Db`].
+//! * `tabula_db_pool_capacity`, `_in_use`, `_idle`, `_waiting` and
+//!   `tabula_db_pool_wait_seconds`, by `pool` (`requests`, `maintenance`,
+//!   `deliverer`): the three pools of [`crate::db::Db`].
 //! * [`DB_OPERATION`]: every named database operation ([`DbOp`]).
 //! * [`WEBHOOK_PENDING`]: the outbox's unfinished deliveries, counted when
 //!   the page is rendered.

@@ -24,6 +24,8 @@ pub struct Settings {
     /// Listen address (host:port).
     #[arg(long, env = "SHARD_LISTEN", default_value = "127.0.0.1:8091")]
     pub listen: SocketAddr,
+    #[command(flatten)]
+    pub log: service_kit::telemetry::LogSettings,
     /// This shard's own PostgreSQL.
     #[arg(long, env = "SHARD_DATABASE_URL", hide_env_values = true)]
     pub database_url: Secret,

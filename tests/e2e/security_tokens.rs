@@ -1,6 +1,6 @@
 //! One credential per tier (README, "Between the tiers"), on the running
-//! cluster: the router's public `/metrics` takes only the metrics token,
-//! never the operator's; the control plane refuses the router's and shard
+//! cluster: the router's `/metrics`, on its internal listener only, takes
+//! only the metrics token, never the operator's; the control plane refuses the router's and shard
 //! nodes' tokens outside their scope and hands shard passwords to the
 //! operator only; each service process holds only its own token.
 
@@ -16,21 +16,46 @@ fn var(name: &str) -> String {
 
 #[tokio::test]
 async fn router_metrics_take_the_metrics_token_and_nothing_else() {
+    // The public port serves no page: `/metrics` is an unknown path there,
+    // the metrics token no API key.
+    for token in [
+        "METRICS_TOKEN",
+        "CONTROL_PLANE_TOKEN",
+        "CONTROL_PLANE_ROUTER_TOKEN",
+        "CONTROL_PLANE_SHARD_TOKEN",
+    ] {
+        Api::with_token(&var(token))
+            .get("/metrics")
+            .await
+            .expect_error(401, "unauthorized");
+    }
+    // The internal listener (ROUTER_METRICS_LISTEN) takes the metrics token only.
+    let internal = var("ROUTER_METRICS_URL");
     for other in [
         "CONTROL_PLANE_TOKEN",
         "CONTROL_PLANE_ROUTER_TOKEN",
         "CONTROL_PLANE_SHARD_TOKEN",
     ] {
-        Api::with_token(&var(other))
-            .get("/metrics")
-            .await
-            .expect_error(401, "unauthorized");
+        let (status, _) = call(&internal, Method::GET, "/metrics", &var(other)).await;
+        assert_eq!(status, 401, "{other}");
     }
-    let page = Api::with_token(&var("METRICS_TOKEN")).get("/metrics").await;
-    assert_eq!(page.status, 200, "{:?}", page.body);
-    assert!(page
-        .header("content-type")
-        .is_some_and(|c| c.starts_with("text/plain")));
+    let (status, page) = call(&internal, Method::GET, "/metrics", &var("METRICS_TOKEN")).await;
+    assert_eq!(status, 200, "{page}");
+    assert_build_and_process(&page, "router");
+}
+
+/// The page has the service's build info and the process's figures.
+fn assert_build_and_process(page: &str, service: &str) {
+    let build = format!("tabula_build_info{{service=\"{service}\",version=\"");
+    assert!(page.contains(&build), "{build} missing in\n{page}");
+    for series in [
+        "process_resident_memory_bytes ",
+        "process_cpu_seconds_total ",
+        "process_open_fds ",
+        "process_start_time_seconds ",
+    ] {
+        assert!(page.contains(series), "{series} missing in\n{page}");
+    }
 }
 
 async fn call(base: &str, method: Method, path: &str, token: &str) -> (u16, String) {
@@ -63,6 +88,19 @@ async fn shard_metrics_take_the_metrics_token_and_nothing_else() {
     let (status, page) = call(&shard, Method::GET, "/metrics", &var("METRICS_TOKEN")).await;
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("tabula_http_requests_total"), "{page}");
+    assert_build_and_process(&page, "shard-node");
+    assert!(
+        page.contains(r#"tabula_db_pool_capacity{pool="requests"}"#),
+        "{page}"
+    );
+    let base = var("CONTROL_PLANE_URL");
+    let (status, page) = call(&base, Method::GET, "/metrics", &var("METRICS_TOKEN")).await;
+    assert_eq!(status, 200, "{page}");
+    assert_build_and_process(&page, "control-plane");
+    assert!(
+        page.contains(r#"tabula_db_pool_in_use{pool="catalog"}"#),
+        "{page}"
+    );
 }
 
 #[tokio::test]

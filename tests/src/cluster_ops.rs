@@ -93,8 +93,15 @@ pub fn stop_postgres(instance: &str) {
 /// exported (blob stores, timeouts, ports) pass through, and the env
 /// file's blob-store settings fill in what a hand run lacks.
 pub async fn dev_cluster_up(shards: Option<u32>) {
+    dev_cluster_up_with(shards, &[]).await
+}
+
+/// [`dev_cluster_up`] with `extra` in its environment: the services it
+/// starts inherit them (e.g. `OTEL_EXPORTER_OTLP_ENDPOINT`).
+pub async fn dev_cluster_up_with(shards: Option<u32>, extra: &[(&str, &str)]) {
     let env = env_file();
     let mut cmd = tokio::process::Command::new(format!("{}/deploy/dev-cluster", repo_root()));
+    cmd.envs(extra.iter().copied());
     cmd.arg("up")
         .env("DEV_CLUSTER_DIR", cluster_dir())
         .env("DEV_CLUSTER_BIN_DIR", &env["BIN_DIR"])

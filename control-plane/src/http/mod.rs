@@ -51,20 +51,14 @@ async fn not_found() -> ApiError {
     ApiError::not_found("Not found.")
 }
 
-/// One span per request; the outcome is logged when it completes.
+/// One `server` span per request, a child of the caller's `traceparent`
+/// (the router's control-plane client sends it); the access log's line
+/// (`metrics::measure`) is written inside it.
 async fn trace_request(req: Request, next: Next) -> Response {
-    use tracing::Instrument;
-    let span = tracing::info_span!("request", method = %req.method(), path = %req.uri().path());
-    async move {
-        let started = std::time::Instant::now();
-        let response = next.run(req).await;
-        tracing::debug!(
-            status = response.status().as_u16(),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "done"
-        );
-        response
-    }
-    .instrument(span)
-    .await
+    service_kit::trace::server(req, next, as_is).await
+}
+
+/// The control plane's paths carry no credential: spans show them whole.
+fn as_is(path: &str) -> std::borrow::Cow<'_, str> {
+    path.into()
 }

@@ -107,6 +107,7 @@ async fn attempt(ctx: &Ctx) -> anyhow::Result<Outcome> {
 
     // (a) routers hold the database's requests.
     let start = Instant::now();
+    let write_pause = crate::metrics::Pause::start("cutover");
     let deadline = start + ctx.budget;
     moves::set_hold(&**ctx.catalog().await?, &ctx.database_id, hold_ms(ctx)).await?;
     ctx.state.redis.announce_placement(&ctx.database_id).await;
@@ -153,6 +154,7 @@ async fn attempt(ctx: &Ctx) -> anyhow::Result<Outcome> {
         return Ok(Outcome::AbortRequested);
     }
     ctx.state.redis.announce_placement(&ctx.database_id).await;
+    write_pause.ended("flipped");
     wake_deliverer(&target).await;
     tracing::info!(
         move_id = ctx.id,

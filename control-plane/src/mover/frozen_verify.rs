@@ -41,6 +41,7 @@ pub async fn run(ctx: &Ctx, source: &mut Admin, copy: &SchemaCopy) -> anyhow::Re
     let target = ctx.target().await?;
 
     let start = Instant::now();
+    let pause = crate::metrics::Pause::start("verify");
     let deadline = start + ctx.budget;
     moves::set_hold(
         &**ctx.catalog().await?,
@@ -72,6 +73,7 @@ pub async fn run(ctx: &Ctx, source: &mut Admin, copy: &SchemaCopy) -> anyhow::Re
             .context("open a verification snapshot")?;
     }
     release(ctx, source).await?;
+    pause.ended("released");
     tracing::info!(
         move_id = ctx.id,
         database_id = ctx.database_id,

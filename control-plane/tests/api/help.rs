@@ -6,6 +6,8 @@ use std::process::{Command, Output};
 
 const SETTINGS: &[&str] = &[
     "CONTROL_PLANE_LISTEN",
+    "LOG_FORMAT",
+    "ACCESS_LOG",
     "CONTROL_PLANE_DATABASE_URL",
     "CONTROL_PLANE_TOKEN",
     "CONTROL_PLANE_ROUTER_TOKEN",

@@ -48,7 +48,11 @@ async fn metrics_need_the_metrics_token_and_name_routes_by_template() {
     for series in [
         r#"tabula_http_request_duration_seconds_bucket{method="POST",route="/internal/users""#,
         "tabula_http_requests_in_flight",
-        r#"tabula_db_pool_connections{pool="catalog",state="available"}"#,
+        r#"tabula_db_pool_capacity{pool="catalog"}"#,
+        r#"tabula_db_pool_idle{pool="catalog"}"#,
+        r#"tabula_db_pool_in_use{pool="catalog"}"#,
+        "process_cpu_seconds_total ",
+        "process_start_time_seconds ",
         r#"tabula_db_pool_wait_seconds_bucket{pool="catalog",outcome="ok""#,
         r#"tabula_moves{state="copying"} 0"#,
         r#"tabula_moves{state="done"}"#,

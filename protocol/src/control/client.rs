@@ -1,9 +1,18 @@
 //! A client for the control plane's internal API, used by routers, shard
 //! nodes and the operator CLI alike.
+//!
+//! Every call runs in a `client` span named after its method, with
+//! OpenTelemetry's HTTP attribute names (`http.request.method`, `url.full`,
+//! `server.address`, `server.port`, `http.response.status_code`,
+//! `error.type`); a client made [`ControlPlaneClient::traced`] puts that
+//! span's W3C trace context on the request, so the control plane's span of
+//! it joins the caller's trace.
 
 use std::time::Duration;
 
 use serde::{de::DeserializeOwned, Serialize};
+use tracing::field::Empty;
+use tracing::Instrument;
 
 use super::*;
 use crate::error::{Envelope, ErrorBody};
@@ -30,11 +39,19 @@ impl ClientError {
     }
 }
 
+/// Puts a span's trace context on outgoing headers
+/// (`service_kit::trace::inject`).
+pub type InjectTrace = fn(&tracing::Span, &mut http::HeaderMap);
+
 #[derive(Clone)]
 pub struct ControlPlaneClient {
     base: String,
     token: String,
     http: reqwest::Client,
+    /// `server.address` and `server.port` of the spans.
+    host: String,
+    port: u16,
+    inject: Option<InjectTrace>,
 }
 
 impl std::fmt::Debug for ControlPlaneClient {
@@ -65,14 +82,66 @@ impl ControlPlaneClient {
             builder.pool_max_idle_per_host(0)
         };
         let http = builder.build().expect("reqwest client builds");
+        let url = reqwest::Url::parse(base_url).ok();
         Self {
             base: base_url.trim_end_matches('/').to_string(),
             token: token.to_string(),
             http,
+            host: url
+                .as_ref()
+                .and_then(|u| u.host_str().map(str::to_owned))
+                .unwrap_or_default(),
+            port: url.and_then(|u| u.port_or_known_default()).unwrap_or(0),
+            inject: None,
         }
     }
 
+    /// This client, putting each call's trace context on its request with
+    /// `inject`.
+    pub fn traced(mut self, inject: InjectTrace) -> Self {
+        self.inject = Some(inject);
+        self
+    }
+
     async fn send<T: DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        url: String,
+        req: reqwest::RequestBuilder,
+    ) -> Result<T, ClientError> {
+        let span = tracing::info_span!(
+            "control-plane call",
+            otel.name = %method,
+            otel.kind = "client",
+            otel.status_code = Empty,
+            http.request.method = %method,
+            url.full = %url,
+            server.address = %self.host,
+            server.port = self.port,
+            http.response.status_code = Empty,
+            error.type = Empty,
+        );
+        let mut headers = http::HeaderMap::new();
+        if let Some(inject) = self.inject {
+            inject(&span, &mut headers);
+        }
+        let result = self
+            .exchange(req.headers(headers))
+            .instrument(span.clone())
+            .await;
+        let error = match &result {
+            Err(ClientError::Api { status, .. }) if *status >= 500 => Some(status.to_string()),
+            Err(ClientError::Transport(_)) => Some("transport".to_owned()),
+            _ => None,
+        };
+        if let Some(error) = error {
+            span.record("error.type", error);
+            span.record("otel.status_code", "ERROR");
+        }
+        result
+    }
+
+    async fn exchange<T: DeserializeOwned>(
         &self,
         req: reqwest::RequestBuilder,
     ) -> Result<T, ClientError> {
@@ -82,6 +151,7 @@ impl ControlPlaneClient {
             .await
             .map_err(|e| ClientError::Transport(e.to_string()))?;
         let status = resp.status().as_u16();
+        tracing::Span::current().record("http.response.status_code", status);
         let bytes = resp
             .bytes()
             .await
@@ -102,28 +172,36 @@ impl ControlPlaneClient {
     }
 
     async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
-        self.send(self.http.get(self.url(path))).await
+        let url = self.url(path);
+        let req = self.http.get(&url);
+        self.send(reqwest::Method::GET, url, req).await
     }
     async fn post<B: Serialize, T: DeserializeOwned>(
         &self,
         path: &str,
         body: &B,
     ) -> Result<T, ClientError> {
-        self.send(self.http.post(self.url(path)).json(body)).await
+        let url = self.url(path);
+        let req = self.http.post(&url).json(body);
+        self.send(reqwest::Method::POST, url, req).await
     }
     async fn patch<B: Serialize, T: DeserializeOwned>(
         &self,
         path: &str,
         body: &B,
     ) -> Result<T, ClientError> {
-        self.send(self.http.patch(self.url(path)).json(body)).await
+        let url = self.url(path);
+        let req = self.http.patch(&url).json(body);
+        self.send(reqwest::Method::PATCH, url, req).await
     }
     async fn delete<B: Serialize, T: DeserializeOwned>(
         &self,
         path: &str,
         body: &B,
     ) -> Result<T, ClientError> {
-        self.send(self.http.delete(self.url(path)).json(body)).await
+        let url = self.url(path);
+        let req = self.http.delete(&url).json(body);
+        self.send(reqwest::Method::DELETE, url, req).await
     }
 
     pub async fn health(&self) -> Result<Ok, ClientError> {
@@ -321,12 +399,9 @@ impl ControlPlaneClient {
     pub async fn databases(&self, shard: Option<&str>) -> Result<DatabaseList, ClientError> {
         match shard {
             Some(s) => {
-                self.send(
-                    self.http
-                        .get(self.url("/internal/databases"))
-                        .query(&[("shard", s)]),
-                )
-                .await
+                let url = self.url("/internal/databases");
+                let req = self.http.get(&url).query(&[("shard", s)]);
+                self.send(reqwest::Method::GET, url, req).await
             }
             None => self.get("/internal/databases").await,
         }

@@ -7,10 +7,9 @@ use hyper::body::Incoming;
 use tracing::Instrument;
 
 use cluster_protocol::routes::Streamed;
-use service_kit::metrics::METRICS_ROUTE;
 
 use crate::answers::{databases, files, health, members, openapi, share, whoami};
-use crate::edge::metrics::{self, Measured};
+use crate::edge::metrics::Measured;
 use crate::edge::routes::{classify, Classified, MemberAction, Route};
 use crate::edge::trace::RequestSpan;
 use crate::errors::{ApiError, Body};
@@ -110,21 +109,11 @@ impl OwnedMemberAction {
 
 pub async fn handle(state: &AppState, req: Request<Incoming>, peer: IpAddr) -> Response<Body> {
     let (method, path) = (req.method(), req.uri().path());
-    if metrics::is_scrape(
-        method,
-        path,
-        req.headers(),
-        state.config.metrics_token.as_ref(),
-    ) {
-        let measured = Measured::start(method, METRICS_ROUTE);
-        let resp = metrics::page(state.config.metrics.as_ref());
-        measured.finish(resp.status());
-        return resp;
-    }
     let Classified { route, label } = classify(method, path);
     let target = Target::of(route);
-    let measured = Measured::start(method, label);
-    let span = RequestSpan::new(req.method(), req.uri(), req.headers());
+    let database = service_kit::metrics::database_id(label, path).map(str::to_owned);
+    let measured = Measured::start(method, label).database(database.as_deref());
+    let span = RequestSpan::new(req.method(), req.uri(), req.headers(), label);
     let resp = match span.opened() {
         Some(opened) => {
             let opened = opened.clone();
@@ -135,7 +124,11 @@ pub async fn handle(state: &AppState, req: Request<Incoming>, peer: IpAddr) -> R
         None => dispatch(state, target, req, peer, &span).await,
     };
     span.finish(resp.status());
-    measured.finish(resp.status());
+    // Inside the span, so the access-log line carries the trace id.
+    match span.opened() {
+        Some(opened) => opened.in_scope(|| measured.finish(resp.status())),
+        None => measured.finish(resp.status()),
+    }
     resp
 }
 

@@ -1,11 +1,12 @@
 //! The router's Prometheus series and its `GET /metrics` page.
 //!
-//! The page is served on the public port, so it answers only a request that
-//! carries `Authorization: Bearer <METRICS_TOKEN>` (a read-only credential
-//! of its own: the router never holds the operator's admin token); any other
-//! request for it, and every request when `METRICS_TOKEN` is unset, goes
-//! through the usual pipeline and gets the answer any unknown path gets (401
-//! without a valid API key, else 404).
+//! The page is served on an internal listener of its own
+//! (`ROUTER_METRICS_LISTEN`, [`Page::serve`]), never on the public port,
+//! where `/metrics` is an unknown path like any other (401 without a valid
+//! API key, else 404). It answers only a request that carries
+//! `Authorization: Bearer <METRICS_TOKEN>` (a read-only credential of its
+//! own: the router never holds the operator's admin token), else 401; any
+//! other path there is 404. Without `METRICS_TOKEN` nothing is bound.
 //!
 //! Series (besides the shared ones of `service_kit::metrics`):
 //! * [`REDIS_ROUND_TRIP`]: the limiter's one Redis round trip per request.
@@ -16,12 +17,18 @@
 //! A request's `route` label comes from the route table, with the request's
 //! classification (`routes::classify`).
 
+use std::convert::Infallible;
 use std::time::Duration;
 
-use http::{header, HeaderMap, HeaderValue, Method, Response};
+use http::{header, HeaderValue, Method, Request, Response};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
 use service_kit::metrics::{self as shared, METRICS_ROUTE};
+use tokio::net::TcpListener;
 
-use crate::errors::{full, Body};
+use crate::config::Secret;
+use crate::errors::{full, ApiError, Body};
 
 /// Redis round trip of the limiter's scripts, by `outcome` (`ok`, `error`:
 /// failed or timed out). Histogram.
@@ -87,27 +94,61 @@ pub fn redis_round_trip(ok: bool, elapsed: Duration) {
 /// One request being measured (the same for every service).
 pub use service_kit::metrics::Measured;
 
-/// Whether this request is for the page and carries the metrics token.
-pub fn is_scrape(
-    method: &Method,
-    path: &str,
-    headers: &HeaderMap,
-    token: Option<&crate::config::Secret>,
-) -> bool {
-    method == Method::GET
-        && path == METRICS_ROUTE
-        && token.is_some_and(|t| shared::bearer_is(headers, &t.0))
+/// The internal listener's page: the recorder's handle and the token.
+#[derive(Clone)]
+pub struct Page {
+    handle: shared::PrometheusHandle,
+    token: Secret,
 }
 
-/// The page, or 404 when no recorder was installed (library use).
-pub fn page(handle: Option<&shared::PrometheusHandle>) -> Response<Body> {
-    let Some(handle) = handle else {
-        return crate::errors::ApiError::NotFound.into_response();
-    };
-    let mut resp = Response::new(full(shared::render(handle)));
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(shared::CONTENT_TYPE),
-    );
-    resp
+impl Page {
+    pub fn new(handle: shared::PrometheusHandle, token: Secret) -> Self {
+        Self { handle, token }
+    }
+
+    /// Serves `GET /metrics` on `listener` (an internal address) until the
+    /// task is dropped.
+    pub async fn serve(self, listener: TcpListener) {
+        loop {
+            let (stream, _) = match listener.accept().await {
+                Ok(pair) => pair,
+                Err(e) => {
+                    tracing::warn!(error = %e, "metrics listener: accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let page = self.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |req: Request<hyper::body::Incoming>| {
+                    let page = page.clone();
+                    async move { Ok::<_, Infallible>(page.answer(&req)) }
+                });
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    }
+
+    /// The page for `GET /metrics` with the token; 401 without it; 404 for
+    /// any other request.
+    pub fn answer<B>(&self, req: &Request<B>) -> Response<Body> {
+        if req.method() != Method::GET || req.uri().path() != METRICS_ROUTE {
+            return ApiError::NotFound.into_response();
+        }
+        let measured = Measured::start(req.method(), METRICS_ROUTE);
+        let resp = if shared::bearer_is(req.headers(), &self.token.0) {
+            let mut resp = Response::new(full(shared::render(&self.handle)));
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(shared::CONTENT_TYPE),
+            );
+            resp
+        } else {
+            ApiError::Unauthorized.into_response()
+        };
+        measured.finish(resp.status());
+        resp
+    }
 }

@@ -6,37 +6,47 @@ use std::sync::OnceLock;
 use http::{HeaderMap, HeaderValue, Method, Uri};
 use opentelemetry::propagation::{Extractor, Injector};
 use rand::Rng;
-use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-/// Whether spans are exported (the condition `telemetry::init` uses).
+/// Whether spans carry OpenTelemetry contexts: they are exported (the
+/// condition `telemetry::init` uses) or logged with their ids (JSON lines).
 fn exporting() -> bool {
     static EXPORTING: OnceLock<bool> = OnceLock::new();
     *EXPORTING.get_or_init(|| std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_some())
+        || service_kit::telemetry::traced()
 }
 
-/// The span of one request, opened only when something uses it: at once
-/// when spans are exported (the export is what it is for) or debug logging
-/// is on (what logs at debug during the request then says which request it
-/// is), otherwise when the router logs something about the request
-/// ([`RequestSpan::log`]). An open span costs the tracing registry and the
-/// fmt layer's formatting of its fields on every request, logged or not.
+/// The span of one request (a `server` span with OpenTelemetry's HTTP
+/// attribute names, `service_kit::trace::server_span`), opened only when
+/// something uses it: at once when spans are exported (the export is what
+/// it is for), the access log is on (its line is written inside the span,
+/// with the trace id) or debug logging is on (what logs at debug during the
+/// request then says which request it is), otherwise when the router logs
+/// something about the request ([`RequestSpan::log`]). An open span costs
+/// the tracing registry and the fmt layer's formatting of its fields on
+/// every request, logged or not.
 pub struct RequestSpan {
     span: OnceLock<tracing::Span>,
     method: Method,
     uri: Uri,
+    route: &'static str,
 }
 
 impl RequestSpan {
     /// Opens the span at once when it is exported (as a child of the
-    /// incoming trace context, if any) or debug logging is on.
-    pub fn new(method: &Method, uri: &Uri, headers: &HeaderMap) -> Self {
+    /// incoming trace context, if any), the access log is on or debug
+    /// logging is on. `route` is the request's route template.
+    pub fn new(method: &Method, uri: &Uri, headers: &HeaderMap, route: &'static str) -> Self {
         let this = Self {
             span: OnceLock::new(),
             method: method.clone(),
             uri: uri.clone(),
+            route,
         };
-        if exporting() || tracing::enabled!(tracing::Level::DEBUG) {
+        if exporting()
+            || service_kit::telemetry::access_log()
+            || tracing::enabled!(tracing::Level::DEBUG)
+        {
             adopt_parent(this.open(), headers);
         }
         this
@@ -44,11 +54,10 @@ impl RequestSpan {
 
     fn open(&self) -> &tracing::Span {
         self.span.get_or_init(|| {
-            tracing::info_span!(
-                "request",
-                method = %self.method,
-                path = %cluster_protocol::ids::loggable_path(self.uri.path()),
-                status = Empty,
+            service_kit::trace::server_span(
+                &self.method,
+                self.route,
+                &cluster_protocol::ids::loggable_path(self.uri.path()),
             )
         })
     }
@@ -67,7 +76,7 @@ impl RequestSpan {
     /// Records the response status when spans are exported.
     pub fn finish(&self, status: http::StatusCode) {
         if let Some(span) = self.span.get().filter(|_| exporting()) {
-            span.record("status", status.as_u16());
+            service_kit::trace::record_status(span, status);
         }
     }
 }

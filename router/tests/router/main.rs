@@ -306,6 +306,8 @@ async fn spawn_shard(s: Arc<Shard>) -> String {
 struct Env {
     cp: Arc<Cp>,
     router: String,
+    /// The internal metrics listener (`ROUTER_METRICS_LISTEN`), when served.
+    metrics: Option<String>,
     http: reqwest::Client,
     address: String,
 }
@@ -332,6 +334,7 @@ async fn env_with_config(
         control_plane_url: format!("http://{cp_addr}"),
         control_plane_token: router::config::Secret(ROUTER_TOKEN.into()),
         metrics_token: Some(router::config::Secret(METRICS_TOKEN.into())),
+        metrics_listen: "127.0.0.1:0".parse().unwrap(),
         redis_url,
         cluster_secret: router::config::Secret(SECRET.into()),
         key_limit_per_min: key_limit,
@@ -348,6 +351,17 @@ async fn env_with_config(
         metrics: Some(service_kit::metrics::install_once()),
     };
     tweak(&mut config);
+    // The internal metrics listener, as `cores::run` binds it.
+    let metrics = match (&config.metrics, &config.metrics_token) {
+        (Some(handle), Some(token)) => {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let page = router::edge::metrics::Page::new(handle.clone(), token.clone());
+            tokio::spawn(page.serve(listener));
+            Some(format!("http://{addr}"))
+        }
+        _ => None,
+    };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(router::run(config, listener, std::future::pending()));
@@ -355,6 +369,7 @@ async fn env_with_config(
     Env {
         cp,
         router: format!("http://{addr}"),
+        metrics,
         http: reqwest::Client::new(),
         address: format!("10.{}.{}.{}", n(), n(), n()),
     }
@@ -445,6 +460,7 @@ mod gate;
 mod help;
 mod keys;
 mod liveness;
+mod logs;
 mod members;
 mod metrics;
 mod moves;

@@ -1,13 +1,28 @@
-//! `GET /metrics`: only with the metrics token (never the operator's admin
-//! token, nor the router's own control-plane token), and requests appear by
-//! route template, never by raw path.
+//! `GET /metrics`: on the internal listener only (`ROUTER_METRICS_LISTEN`;
+//! on the public port it is an unknown path), only with the metrics token
+//! (never the operator's admin token, nor the router's own control-plane
+//! token), and requests appear by route template, never by raw path.
 
 use super::*;
 
+/// `GET /metrics` on the internal listener.
 async fn scrape(e: &Env, token: Option<&str>) -> reqwest::Response {
+    let page = e
+        .metrics
+        .as_deref()
+        .expect("the metrics listener is served");
+    get_metrics(e, page, token).await
+}
+
+/// `GET /metrics` on the public port.
+async fn public_metrics(e: &Env, token: Option<&str>) -> reqwest::Response {
+    get_metrics(e, &e.router, token).await
+}
+
+async fn get_metrics(e: &Env, base: &str, token: Option<&str>) -> reqwest::Response {
     let mut req = e
         .http
-        .get(format!("{}/metrics", e.router))
+        .get(format!("{base}/metrics"))
         .header("x-forwarded-for", &e.address);
     if let Some(t) = token {
         req = req.header("authorization", format!("Bearer {t}"));
@@ -28,26 +43,42 @@ async fn metrics_need_the_metrics_token_and_name_routes_by_template() {
     let path = format!("/api/tables/{table}/records/{record}");
     assert_eq!(e.get(&path, Some(&token)).await.status(), 200);
 
-    // Refused without the token, with a wrong one, and with an API key:
-    // the answers any unknown path gets.
-    let r = scrape(&e, None).await;
-    assert_eq!(r.status(), 401);
-    let v: Value = r.json().await.unwrap();
-    assert_eq!(v["error"]["code"], "unauthorized");
-    assert_eq!(scrape(&e, Some("not-the-token")).await.status(), 401);
-    let r = scrape(&e, Some(&token)).await;
+    // The public port serves no page, even for the metrics token: the
+    // answers any unknown path gets (401 without an API key, 404 with one).
+    for t in [None, Some(METRICS_TOKEN)] {
+        let r = public_metrics(&e, t).await;
+        assert_eq!(r.status(), 401, "{t:?}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], "unauthorized");
+    }
+    let r = public_metrics(&e, Some(&token)).await;
     assert_eq!(r.status(), 404);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["code"], "not_found");
 
-    // Neither the operator's admin token nor the router's control-plane
-    // token opens the page on the public port: they are not API keys either.
-    for other in [ADMIN_TOKEN, ROUTER_TOKEN] {
-        let r = scrape(&e, Some(other)).await;
-        assert_eq!(r.status(), 401, "{other}");
+    // The internal listener refuses no token, a wrong one, an API key, the
+    // operator's admin token and the router's control-plane token.
+    for other in [
+        None,
+        Some("not-the-token"),
+        Some(token.as_str()),
+        Some(ADMIN_TOKEN),
+        Some(ROUTER_TOKEN),
+    ] {
+        let r = scrape(&e, other).await;
+        assert_eq!(r.status(), 401, "{other:?}");
         let v: Value = r.json().await.unwrap();
         assert_eq!(v["error"]["code"], "unauthorized");
     }
+    // Any other path there is unknown.
+    let page = e.metrics.as_deref().unwrap();
+    let r = e
+        .http
+        .get(format!("{page}/api/health"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
 
     let r = scrape(&e, Some(METRICS_TOKEN)).await;
     assert_eq!(r.status(), 200);
@@ -69,8 +100,13 @@ async fn metrics_need_the_metrics_token_and_name_routes_by_template() {
         page.contains(r#"tabula_http_request_duration_seconds_bucket{method="GET",route="/api/tables/{id}/records/{rid}""#),
         "{page}"
     );
-    // The refused scrapes were counted under the fixed label.
+    // The public port's refused requests were counted under the fixed
+    // label, the internal listener's under the page's.
     assert!(page.contains(r#"route="unknown""#), "{page}");
+    assert!(
+        page.contains(r#"tabula_http_requests_total{method="GET",route="/metrics",status="401"}"#),
+        "{page}"
+    );
     // Ids never become label values.
     for id in [&table, &record, &db, &tag] {
         assert!(!page.contains(id.as_str()), "{id} in\n{page}");
@@ -82,6 +118,10 @@ async fn metrics_need_the_metrics_token_and_name_routes_by_template() {
         r#"tabula_router_cache_misses_total{cache="key"}"#,
         r#"tabula_router_cache_misses_total{cache="placement"}"#,
         r#"tabula_router_cache_misses_total{cache="access"}"#,
+        "process_resident_memory_bytes ",
+        "process_cpu_seconds_total ",
+        "process_open_fds ",
+        "process_start_time_seconds ",
     ] {
         assert!(page.contains(series), "{series} missing in\n{page}");
     }
@@ -90,8 +130,9 @@ async fn metrics_need_the_metrics_token_and_name_routes_by_template() {
 #[tokio::test]
 async fn without_a_metrics_token_the_router_serves_no_page() {
     let e = env_with_config(100, 1000, redis_url(), |c| c.metrics_token = None).await;
+    assert!(e.metrics.is_none());
     for token in [METRICS_TOKEN, ROUTER_TOKEN, ""] {
-        let r = scrape(&e, Some(token)).await;
+        let r = public_metrics(&e, Some(token)).await;
         assert_eq!(r.status(), 401, "{token:?}");
     }
 }

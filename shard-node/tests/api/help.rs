@@ -7,6 +7,8 @@ use std::process::{Command, Output};
 const SETTINGS: &[&str] = &[
     "SHARD_NAME",
     "SHARD_LISTEN",
+    "LOG_FORMAT",
+    "ACCESS_LOG",
     "SHARD_DATABASE_URL",
     "CLUSTER_SECRET",
     "CONTROL_PLANE_URL",

@@ -49,8 +49,12 @@ async fn metrics_need_the_metrics_token_and_name_routes_by_template() {
     }
     for series in [
         "tabula_http_requests_in_flight",
-        r#"tabula_db_pool_connections{pool="requests",state="size"}"#,
-        r#"tabula_db_pool_connections{pool="requests",state="waiting"}"#,
+        r#"tabula_db_pool_capacity{pool="requests"}"#,
+        r#"tabula_db_pool_in_use{pool="requests"}"#,
+        r#"tabula_db_pool_idle{pool="requests"}"#,
+        r#"tabula_db_pool_waiting{pool="requests"}"#,
+        "process_resident_memory_bytes ",
+        "process_open_fds ",
         r#"tabula_db_pool_wait_seconds_bucket{pool="requests",outcome="ok""#,
         r#"tabula_db_operation_duration_seconds_bucket{op="list_records",outcome="ok""#,
         r#"tabula_webhook_deliveries_pending{shard="test-shard"}"#,

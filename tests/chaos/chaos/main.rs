@@ -1,7 +1,8 @@
 //! One test binary for the chaos tests; run them one at a time
 //! (`--test-threads=1`, as deploy/test does). libtest runs them in name
 //! order: the kills on the two-shard cluster first, then `scale`, which
-//! grows it to three shards, rebalances, drains and moves files.
+//! grows it to three shards, rebalances, drains and moves files, and last
+//! `traces`, which restarts the services exporting spans to the test.
 
 // Test code: an unwrap that fails is a failed test with its location.
 #![allow(clippy::unwrap_used)]
@@ -10,3 +11,4 @@ mod abort_offline;
 mod kills;
 mod restart;
 mod scale;
+mod traces;
