@@ -111,7 +111,10 @@ pub async fn moves(c: &ControlPlaneClient, cmd: MovesCmd) -> anyhow::Result<Outp
             ),
             Err(e) => Err(e.into()),
         },
-        MovesCmd::Abort { batch, .. } => {
+        MovesCmd::Abort { batch, all, .. } => {
+            if batch.is_none() && !all {
+                return Err(CliError::usage("give a move id, --batch B or --all").into());
+            }
             let filter = MoveFilter {
                 batch,
                 state: Some("unfinished".into()),
@@ -179,7 +182,8 @@ async fn abort_all(
         )
     };
     for r in &refused {
-        text.push_str(&format!("\nrefused {}: {}", r["id"], r["message"]));
+        let field = |k: &str| r[k].as_str().unwrap_or_default().to_string();
+        text.push_str(&format!("\nrefused {}: {}", field("id"), field("message")));
     }
     let failure = (!refused.is_empty()).then(|| {
         CliError::refused(

@@ -51,10 +51,21 @@ pub async fn list(state: &AppState) -> ApiResult<Vec<Shard>> {
         .into_iter()
         .collect();
     drop(client);
-    let sizes = futures::future::join_all(list.iter().map(|s| database_size(state, s))).await;
-    for (shard, bytes) in list.iter_mut().zip(sizes) {
+    // All shards at once: one that does not answer costs SIZE_TIMEOUT, not one each.
+    let mut reads = tokio::task::JoinSet::new();
+    for (i, shard) in list.iter().enumerate() {
+        let (state, shard) = (state.clone(), shard.clone());
+        reads.spawn(async move { (i, database_size(&state, &shard).await) });
+    }
+    while let Some(read) = reads.join_next().await {
+        if let Ok((i, bytes)) = read {
+            if let Some(shard) = list.get_mut(i) {
+                shard.bytes = bytes;
+            }
+        }
+    }
+    for shard in &mut list {
         shard.databases = Some(counts.get(&shard.name).copied().unwrap_or(0));
-        shard.bytes = bytes;
     }
     Ok(list)
 }
