@@ -318,6 +318,7 @@ fn connection_settings_come_from_flags_or_the_environment_and_show_in_help() {
     assert!(help.contains("CONTROL_PLANE_TOKEN"), "{help}");
     assert!(help.contains("Exit codes"), "{help}");
     let mut cmd = Cli::command();
+    cmd.build();
     let sub = cmd
         .find_subcommand_mut("moves")
         .expect("moves")
