@@ -400,6 +400,9 @@ async fn every_changing_command_prints_its_object_and_errors_are_json() {
     assert!(!out.contains(TOKEN), "the token's value is never shown");
     let (code, out, _) = run(&app, &["moves", "--version"], &[]).await;
     assert_eq!(code, 0);
-    assert!(out.starts_with("control-plane "), "{out}");
+    assert!(
+        out.starts_with("control-plane") && out.contains(env!("CARGO_PKG_VERSION")),
+        "{out}"
+    );
     app.finish().await;
 }
