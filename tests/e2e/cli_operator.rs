@@ -19,7 +19,11 @@ use crate::moves_keep::other_shard;
 /// token overridden by `env`.
 async fn run_with(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
     let file = env_file();
-    let var = |k: &str| file.get(k).cloned().unwrap_or_else(|| panic!("the env file lacks {k}"));
+    let var = |k: &str| {
+        file.get(k)
+            .cloned()
+            .unwrap_or_else(|| panic!("the env file lacks {k}"))
+    };
     let out = tokio::process::Command::new(format!("{}/control-plane", var("BIN_DIR")))
         .args(args)
         .env("CONTROL_PLANE_URL", var("CONTROL_PLANE_URL"))
@@ -47,7 +51,12 @@ fn json_error(stderr: &str, code: &str, exit: i32) -> Value {
     let e: Value = serde_json::from_str(lines[0]).expect("stderr is one JSON object");
     assert_eq!(e["error"]["code"], code, "{e}");
     assert_eq!(e["error"]["exit"], exit, "{e}");
-    assert!(e["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{e}"
+    );
     e
 }
 
@@ -67,35 +76,64 @@ async fn lists_show_what_an_operator_needs() {
     assert!(shards.len() >= 2, "{listed}");
     for s in shards {
         assert!(s["databases"].as_i64().is_some(), "{s}");
-        assert!(s["bytes"].as_i64().is_some_and(|b| b > 0), "a live shard has a size: {s}");
+        assert!(
+            s["bytes"].as_i64().is_some_and(|b| b > 0),
+            "a live shard has a size: {s}"
+        );
     }
-    let ours = shards.iter().find(|s| s["name"] == placed.shard.as_str()).expect("our shard");
+    let ours = shards
+        .iter()
+        .find(|s| s["name"] == placed.shard.as_str())
+        .expect("our shard");
     assert!(ours["databases"].as_i64().unwrap_or(0) >= 1, "{ours}");
     let held = cluster().control_plane.shards().await.expect("shards");
     let text = listed.to_string();
     for s in &held.shards {
         let dsn: tokio_postgres::Config = s.postgres.parse().expect("a DSN");
         if let Some(pw) = dsn.get_password().filter(|p| !p.is_empty()) {
-            assert!(!text.contains(&*String::from_utf8_lossy(pw)), "a password in {text}");
+            assert!(
+                !text.contains(&*String::from_utf8_lossy(pw)),
+                "a password in {text}"
+            );
         }
     }
 
     // users list pages; keys list and members list show the new user's.
-    let page = cli(&["users", "list", "--limit", "1", "--json"]).await.json();
+    let page = cli(&["users", "list", "--limit", "1", "--json"])
+        .await
+        .json();
     assert_eq!(page["users"].as_array().map(Vec::len), Some(1), "{page}");
-    let cursor = page["next_cursor"].as_str().expect("more than one user: a cursor");
-    let next = cli(&["users", "list", "--limit", "1", "--cursor", cursor, "--json"]).await.json();
+    let cursor = page["next_cursor"]
+        .as_str()
+        .expect("more than one user: a cursor");
+    let next = cli(&[
+        "users", "list", "--limit", "1", "--cursor", cursor, "--json",
+    ])
+    .await
+    .json();
     assert_ne!(next["users"][0]["id"], page["users"][0]["id"]);
-    let keys = cli(&["keys", "list", "--user", &owner.user_id, "--json"]).await.json();
+    let keys = cli(&["keys", "list", "--user", &owner.user_id, "--json"])
+        .await
+        .json();
     assert_eq!(keys["keys"][0]["id"], owner.key_id.as_str(), "{keys}");
     assert_eq!(keys["keys"][0]["user_id"], owner.user_id.as_str());
-    let members = cli(&["members", "list", "--database", &db, "--json"]).await.json();
+    let members = cli(&["members", "list", "--database", &db, "--json"])
+        .await
+        .json();
     assert_eq!(members["members"][0]["user"]["id"], owner.user_id.as_str());
     assert_eq!(members["members"][0]["role"], "owner");
 
     // databases list by shard and state, one page.
     let on_shard = cli(&[
-        "databases", "list", "--shard", &placed.shard, "--state", "active", "--limit", "1", "--json",
+        "databases",
+        "list",
+        "--shard",
+        &placed.shard,
+        "--state",
+        "active",
+        "--limit",
+        "1",
+        "--json",
     ])
     .await
     .json();
@@ -105,19 +143,49 @@ async fn lists_show_what_an_operator_needs() {
     assert_eq!(page[0]["state"], "active");
 
     // moves list of one database: none yet, then its move, by shard and state.
-    let none = cli(&["moves", "list", "--database", &db, "--json"]).await.json();
-    assert_eq!(none, json!({"moves": []}));
-    let to = other_shard(&placed.shard).await;
-    let m = cli(&["move", &db, "--to", &to, "--json", "--step-delay-ms", "1000"])
-        .await
-        .move_object();
-    let of_db = cli(&["moves", "list", "--database", &db, "--shard", &to, "--state", "unfinished", "--json"])
+    let none = cli(&["moves", "list", "--database", &db, "--json"])
         .await
         .json();
+    assert_eq!(none, json!({"moves": []}));
+    let to = other_shard(&placed.shard).await;
+    let m = cli(&[
+        "move",
+        &db,
+        "--to",
+        &to,
+        "--json",
+        "--step-delay-ms",
+        "1000",
+    ])
+    .await
+    .move_object();
+    let of_db = cli(&[
+        "moves",
+        "list",
+        "--database",
+        &db,
+        "--shard",
+        &to,
+        "--state",
+        "unfinished",
+        "--json",
+    ])
+    .await
+    .json();
     assert_eq!(of_db["moves"][0]["id"], m.id.as_str(), "{of_db}");
     let done = wait_finished(&m.id).await;
     assert_eq!(done.state, MoveState::Done, "{done:?}");
-    let finished = cli(&["moves", "list", "--database", &db, "--state", "done", "--json"]).await.json();
+    let finished = cli(&[
+        "moves",
+        "list",
+        "--database",
+        &db,
+        "--state",
+        "done",
+        "--json",
+    ])
+    .await
+    .json();
     assert_eq!(finished["moves"][0]["id"], m.id.as_str());
 }
 
@@ -128,19 +196,37 @@ async fn dry_runs_plan_and_change_nothing() {
     let before = database(&db).await;
     let to = other_shard(&before.shard).await;
 
-    let plan = cli(&["move", &db, "--to", &to, "--dry-run", "--json"]).await.json();
-    assert_eq!(plan, json!({"moves": [{"database_id": db, "from": before.shard, "to": to}]}));
-    let moves = cli(&["moves", "list", "--database", &db, "--json"]).await.json();
+    let plan = cli(&["move", &db, "--to", &to, "--dry-run", "--json"])
+        .await
+        .json();
+    assert_eq!(
+        plan,
+        json!({"moves": [{"database_id": db, "from": before.shard, "to": to}]})
+    );
+    let moves = cli(&["moves", "list", "--database", &db, "--json"])
+        .await
+        .json();
     assert_eq!(moves, json!({"moves": []}), "the dry run recorded nothing");
 
-    let drain = cli(&["shards", "drain", &before.shard, "--dry-run", "--json"]).await.json();
+    let drain = cli(&["shards", "drain", &before.shard, "--dry-run", "--json"])
+        .await
+        .json();
     assert_eq!(drain["shard"], before.shard.as_str());
     let planned = drain["moves"].as_array().expect("planned moves");
-    assert!(planned.iter().all(|m| m["from"] == before.shard.as_str() && m["to"] != before.shard.as_str()));
-    assert!(planned.iter().any(|m| m["database_id"] == db.as_str()), "{drain}");
+    assert!(planned
+        .iter()
+        .all(|m| m["from"] == before.shard.as_str() && m["to"] != before.shard.as_str()));
+    assert!(
+        planned.iter().any(|m| m["database_id"] == db.as_str()),
+        "{drain}"
+    );
     let shards = cli(&["shards", "list", "--json"]).await.json();
     assert!(
-        shards["shards"].as_array().expect("shards").iter().all(|s| s["state"] == "active"),
+        shards["shards"]
+            .as_array()
+            .expect("shards")
+            .iter()
+            .all(|s| s["state"] == "active"),
         "the dry run drained nothing: {shards}"
     );
     let after = database(&db).await;
@@ -161,7 +247,11 @@ async fn exit_codes_and_json_errors() {
     let (code, out, err) = run_with(&["moves", "show", "mov_000000000000", "--json"], &[]).await;
     assert_eq!((code, out.as_str()), (Some(3), ""));
     json_error(&err, "not_found", 3);
-    let (code, _, err) = run_with(&["shards", "list", "--json"], &[("CONTROL_PLANE_TOKEN", "nope")]).await;
+    let (code, _, err) = run_with(
+        &["shards", "list", "--json"],
+        &[("CONTROL_PLANE_TOKEN", "nope")],
+    )
+    .await;
     assert_eq!(code, Some(3));
     json_error(&err, "unauthorized", 3);
 
@@ -171,7 +261,8 @@ async fn exit_codes_and_json_errors() {
         l.local_addr().expect("addr").port()
     };
     let url = format!("http://127.0.0.1:{closed}");
-    let (code, out, err) = run_with(&["users", "list", "--json"], &[("CONTROL_PLANE_URL", &url)]).await;
+    let (code, out, err) =
+        run_with(&["users", "list", "--json"], &[("CONTROL_PLANE_URL", &url)]).await;
     assert_eq!((code, out.as_str()), (Some(4), ""));
     json_error(&err, "unreachable", 4);
     let (code, _, err) = run_with(&["users", "list"], &[("CONTROL_PLANE_URL", &url)]).await;
@@ -185,7 +276,18 @@ async fn waiting_times_out_leaving_the_move_running() {
     let db = new_database(&owner).await;
     let to = other_shard(&database(&db).await.shard).await;
     let run = cli_within(
-        &["move", &db, "--to", &to, "--wait", "--timeout", "1s", "--step-delay-ms", "3000", "--json"],
+        &[
+            "move",
+            &db,
+            "--to",
+            &to,
+            "--wait",
+            "--timeout",
+            "1s",
+            "--step-delay-ms",
+            "3000",
+            "--json",
+        ],
         Duration::from_secs(60),
     )
     .await;
@@ -194,7 +296,13 @@ async fn waiting_times_out_leaving_the_move_running() {
         serde_json::from_str(run.stdout.trim()).expect("the move as it stood on stdout");
     assert!(!m.state.is_finished(), "{m:?}");
     let e = json_error(&run.stderr, "timed_out", 6);
-    assert!(e["error"]["message"].as_str().unwrap_or_default().contains(&m.id), "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&m.id),
+        "{e}"
+    );
     // Left running: it finishes on its own.
     assert_eq!(wait_finished(&m.id).await.state, MoveState::Done);
 }
@@ -207,7 +315,16 @@ async fn a_waited_move_that_is_aborted_exits_aborted() {
     let file = env_file();
     let var = |k: &str| file.get(k).cloned().unwrap_or_default();
     let child = tokio::process::Command::new(format!("{}/control-plane", var("BIN_DIR")))
-        .args(["move", &db, "--to", &to, "--wait", "--step-delay-ms", "2000", "--json"])
+        .args([
+            "move",
+            &db,
+            "--to",
+            &to,
+            "--wait",
+            "--step-delay-ms",
+            "2000",
+            "--json",
+        ])
         .env("CONTROL_PLANE_URL", var("CONTROL_PLANE_URL"))
         .env("CONTROL_PLANE_TOKEN", var("CONTROL_PLANE_TOKEN"))
         .stdin(Stdio::null())
@@ -218,7 +335,9 @@ async fn a_waited_move_that_is_aborted_exits_aborted() {
         .expect("run the CLI");
     // Find the move the waiting CLI started, and abort it while it copies.
     let id = loop {
-        let listed = cli(&["moves", "list", "--database", &db, "--json"]).await.json();
+        let listed = cli(&["moves", "list", "--database", &db, "--json"])
+            .await
+            .json();
         if let Some(id) = listed["moves"][0]["id"].as_str() {
             break id.to_string();
         }
@@ -231,7 +350,12 @@ async fn a_waited_move_that_is_aborted_exits_aborted() {
         .await
         .expect("the waiting CLI returns")
         .expect("its output");
-    assert_eq!(out.status.code(), Some(5), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let m: cluster_protocol::control::Move =
         serde_json::from_slice(&out.stdout).expect("the aborted move on stdout");
     assert_eq!(m.state, MoveState::Aborted);

@@ -113,8 +113,8 @@ fn redact_password_values(dsn: &str) -> String {
     let mut i = 0;
     while let Some(found) = lower[i..].find("password") {
         let key_start = i + found;
-        let boundary = key_start == 0
-            || matches!(lower.as_bytes()[key_start - 1], b' ' | b'\t' | b'?' | b'&');
+        let boundary =
+            key_start == 0 || matches!(lower.as_bytes()[key_start - 1], b' ' | b'\t' | b'?' | b'&');
         let mut j = key_start + "password".len();
         while lower.as_bytes().get(j).is_some_and(|b| *b == b' ') {
             j += 1;
@@ -272,13 +272,28 @@ mod tests {
     fn passwords_are_redacted_in_every_form() {
         for (dsn, want) in [
             ("postgres://u:pw@h:5432/db", "postgres://u:***@h:5432/db"),
-            ("postgresql://u:p%40w@h/db?sslmode=require", "postgresql://u:***@h/db?sslmode=require"),
+            (
+                "postgresql://u:p%40w@h/db?sslmode=require",
+                "postgresql://u:***@h/db?sslmode=require",
+            ),
             ("postgres://u@h/db", "postgres://u@h/db"),
-            ("postgres://h/db?user=u&password=pw&sslmode=disable", "postgres://h/db?user=u&password=***&sslmode=disable"),
-            ("host=h user=u password=pw dbname=db", "host=h user=u password=*** dbname=db"),
-            ("host=h password = 'a b\\'c' dbname=db", "host=h password = *** dbname=db"),
+            (
+                "postgres://h/db?user=u&password=pw&sslmode=disable",
+                "postgres://h/db?user=u&password=***&sslmode=disable",
+            ),
+            (
+                "host=h user=u password=pw dbname=db",
+                "host=h user=u password=*** dbname=db",
+            ),
+            (
+                "host=h password = 'a b\\'c' dbname=db",
+                "host=h password = *** dbname=db",
+            ),
             ("password=pw", "password=***"),
-            ("host=h user=nopassword dbname=db", "host=h user=nopassword dbname=db"),
+            (
+                "host=h user=nopassword dbname=db",
+                "host=h user=nopassword dbname=db",
+            ),
         ] {
             assert_eq!(redact(dsn), want, "{dsn}");
             assert!(!redact(dsn).contains("pw"), "{dsn}");

@@ -59,7 +59,10 @@ fn client(connection: &Connection) -> anyhow::Result<ControlPlaneClient> {
         .as_deref()
         .filter(|t| !t.trim().is_empty())
         .ok_or_else(|| CliError::usage("CONTROL_PLANE_TOKEN must be set (or give --token)"))?;
-    Ok(ControlPlaneClient::new(&connection.control_plane_url, token))
+    Ok(ControlPlaneClient::new(
+        &connection.control_plane_url,
+        token,
+    ))
 }
 
 async fn run(c: &ControlPlaneClient, command: Command) -> anyhow::Result<Output> {
@@ -144,10 +147,9 @@ async fn keys(c: &ControlPlaneClient, cmd: KeysCmd) -> anyhow::Result<Output> {
             databases,
         } => {
             if access.is_none() && databases.is_none() {
-                return Err(CliError::usage(
-                    "nothing to update: give --access and/or --databases",
-                )
-                .into());
+                return Err(
+                    CliError::usage("nothing to update: give --access and/or --databases").into(),
+                );
             }
             let k = c
                 .update_key(&key_id, &UpdateKey { access, databases })

@@ -61,7 +61,10 @@ pub async fn move_database(c: &ControlPlaneClient, args: MoveArgs) -> anyhow::Re
         }];
         return Ok(output(
             json!({ "moves": plan }),
-            format!("would start (dry run, nothing changed):\n{}", table::plan(&plan)),
+            format!(
+                "would start (dry run, nothing changed):\n{}",
+                table::plan(&plan)
+            ),
         ));
     }
     if !args.wait {
@@ -150,11 +153,7 @@ pub async fn stop_rebalance(c: &ControlPlaneClient) -> anyhow::Result<Output> {
 /// Aborts each of `moves`; prints {"aborted":[moves],"refused":[{id,
 /// state,code,message}]} and fails (refused) when some could not be
 /// aborted (finished or switched over meanwhile).
-async fn abort_all(
-    c: &ControlPlaneClient,
-    moves: Vec<Move>,
-    none: &str,
-) -> anyhow::Result<Output> {
+async fn abort_all(c: &ControlPlaneClient, moves: Vec<Move>, none: &str) -> anyhow::Result<Output> {
     let mut aborted = Vec::new();
     let mut refused = Vec::new();
     for m in moves {

@@ -223,14 +223,24 @@ fn new_lists_parse_with_their_filters() {
     let Command::Users(UsersCmd::List { page }) = cli.command else {
         panic!("users list")
     };
-    assert_eq!((page.limit, page.cursor.as_deref()), (Some(2), Some("usr_x")));
+    assert_eq!(
+        (page.limit, page.cursor.as_deref()),
+        (Some(2), Some("usr_x"))
+    );
     parse(&["keys", "list", "--user", "usr_x", "--json"]);
     parse(&["members", "list", "--database", "db_x"]);
     refused(&["keys", "list"]);
     refused(&["members", "list"]);
 
     let cli = parse(&[
-        "databases", "list", "--shard", "s1", "--state", "active", "--limit", "10",
+        "databases",
+        "list",
+        "--shard",
+        "s1",
+        "--state",
+        "active",
+        "--limit",
+        "10",
     ]);
     let Command::Databases(DatabasesCmd::List { shard, state, page }) = cli.command else {
         panic!("databases list")
@@ -242,8 +252,18 @@ fn new_lists_parse_with_their_filters() {
     refused(&["databases", "list", "--state", "gone"]);
 
     let cli = parse(&[
-        "moves", "list", "--shard", "s1", "--state", "unfinished", "--batch", "reb_x",
-        "--database", "db_x", "--limit", "1000",
+        "moves",
+        "list",
+        "--shard",
+        "s1",
+        "--state",
+        "unfinished",
+        "--batch",
+        "reb_x",
+        "--database",
+        "db_x",
+        "--limit",
+        "1000",
     ]);
     let Command::Moves(MovesCmd::List {
         shard,
@@ -271,7 +291,10 @@ fn wait_takes_a_timeout_and_dry_runs_exclude_waiting() {
     let Command::Move(args) = cli.command else {
         panic!("move")
     };
-    assert_eq!(args.waiting.timeout, Some(std::time::Duration::from_secs(90)));
+    assert_eq!(
+        args.waiting.timeout,
+        Some(std::time::Duration::from_secs(90))
+    );
     let cli = parse(&["shards", "drain", "s1", "--wait", "--timeout", "250ms"]);
     let Command::Shards(ShardsCmd::Drain { waiting, .. }) = cli.command else {
         panic!("drain")
@@ -298,7 +321,11 @@ fn moves_abort_takes_one_id_a_batch_or_all() {
     let cli = parse(&["moves", "abort", "mov_x"]);
     assert!(matches!(
         cli.command,
-        Command::Moves(MovesCmd::Abort { id: Some(_), batch: None, all: false })
+        Command::Moves(MovesCmd::Abort {
+            id: Some(_),
+            batch: None,
+            all: false
+        })
     ));
     parse(&["moves", "abort", "--batch", "reb_x"]);
     parse(&["moves", "abort", "--all", "--json"]);

@@ -1,8 +1,8 @@
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use cluster_protocol::control::{
-    AllocateRequest, Allocation, DatabaseFilter, DatabaseInfo, DatabaseList, Ok as OkReply, Placement,
-    PlacementLookup, Placements,
+    AllocateRequest, Allocation, DatabaseFilter, DatabaseInfo, DatabaseList, Ok as OkReply,
+    Placement, PlacementLookup, Placements,
 };
 
 use crate::error::{ApiResult, Body};

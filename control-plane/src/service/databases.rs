@@ -3,7 +3,8 @@
 
 use anyhow::Context;
 use cluster_protocol::control::{
-    Allocation, DatabaseFilter, DatabaseInfo, DatabaseList, DatabaseState, Placement, Role, ShardRef,
+    Allocation, DatabaseFilter, DatabaseInfo, DatabaseList, DatabaseState, Placement, Role,
+    ShardRef,
 };
 use cluster_protocol::ids;
 
@@ -186,8 +187,7 @@ pub async fn list(state: &AppState, filter: &DatabaseFilter) -> ApiResult<Databa
                 .position,
         ),
     };
-    let mut found =
-        databases::list(&**client, shard, wanted, after, limit.map(|n| n + 1)).await?;
+    let mut found = databases::list(&**client, shard, wanted, after, limit.map(|n| n + 1)).await?;
     let next_cursor = super::moves::cut_page(&mut found, limit, |d| d.id.clone());
     Ok(DatabaseList {
         databases: found,

@@ -118,7 +118,6 @@ pub async fn create_in_batch(
     Ok(row.api)
 }
 
-
 /// The largest page `GET /internal/moves` (and the other paged lists) serve.
 pub const MAX_PAGE: u32 = 1000;
 
@@ -191,7 +190,11 @@ pub async fn list_where(state: &AppState, filter: &MoveFilter) -> ApiResult<Move
 
 /// Cuts a page read with one item past `limit` back to `limit`; the
 /// cursor of its last item when there was more.
-pub fn cut_page<T>(items: &mut Vec<T>, limit: Option<i64>, id: impl Fn(&T) -> String) -> Option<String> {
+pub fn cut_page<T>(
+    items: &mut Vec<T>,
+    limit: Option<i64>,
+    id: impl Fn(&T) -> String,
+) -> Option<String> {
     let limit = usize::try_from(limit?).ok()?;
     if items.len() <= limit {
         return None;

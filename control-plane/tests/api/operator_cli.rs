@@ -35,7 +35,13 @@ async fn json_ok(app: &App, args: &[&str]) -> Value {
 
 /// Asserts `args` (with `--json`) fails with `exit`, nothing on stdout,
 /// and exactly one JSON error object with `code` on stderr; returns it.
-async fn json_error(app: &App, args: &[&str], env: &[(&str, &str)], exit: i32, code: &str) -> Value {
+async fn json_error(
+    app: &App,
+    args: &[&str],
+    env: &[(&str, &str)],
+    exit: i32,
+    code: &str,
+) -> Value {
     let (got, out, err) = run(app, args, env).await;
     assert_eq!(got, exit, "{args:?}: {err}");
     assert!(out.is_empty(), "{args:?} printed {out}");
@@ -43,7 +49,10 @@ async fn json_error(app: &App, args: &[&str], env: &[(&str, &str)], exit: i32, c
     assert_eq!(e["error"]["code"], code, "{err}");
     assert_eq!(e["error"]["exit"], exit, "{err}");
     assert!(
-        !e["error"]["message"].as_str().unwrap_or_default().is_empty(),
+        !e["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .is_empty(),
         "{err}"
     );
     e
@@ -113,11 +122,17 @@ async fn lists_page_and_filter() {
     for key in ["id", "email", "name", "suspended"] {
         assert!(first.get(key).is_some(), "users list lacks {key}: {first}");
     }
-    assert_eq!(all_pages(&app, &["users", "list"], "users", "2").await, users);
+    assert_eq!(
+        all_pages(&app, &["users", "list"], "users", "2").await,
+        users
+    );
     let (code, out, _) = run(&app, &["users", "list", "--limit", "2"], &[]).await;
     assert_eq!(code, 0);
     assert!(out.starts_with("ID"), "{out}");
-    assert!(out.contains("--cursor"), "a cut page names its cursor: {out}");
+    assert!(
+        out.contains("--cursor"),
+        "a cut page names its cursor: {out}"
+    );
     json_error(
         &app,
         &["users", "list", "--cursor", "usr_000000000000", "--json"],
@@ -135,9 +150,15 @@ async fn lists_page_and_filter() {
     )
     .await;
     let keys = json_ok(&app, &["keys", "list", "--user", &owner, "--json"]).await;
-    assert_eq!(ids(&keys, "keys"), vec![key["id"].as_str().unwrap_or_default()]);
+    assert_eq!(
+        ids(&keys, "keys"),
+        vec![key["id"].as_str().unwrap_or_default()]
+    );
     let text = keys.to_string();
-    assert!(!text.contains("token") && !text.contains("secret"), "{text}");
+    assert!(
+        !text.contains("token") && !text.contains("secret"),
+        "{text}"
+    );
     assert_eq!(keys["keys"][0]["access"], "read_write");
     assert_eq!(
         json_ok(&app, &["keys", "list", "--user", &users[1], "--json"]).await,
@@ -170,14 +191,36 @@ async fn lists_page_and_filter() {
         everything
     );
     let on_s1 = json_ok(&app, &["databases", "list", "--shard", "s1", "--json"]).await;
-    assert_eq!(ids(&on_s1, "databases")[..3], dbs[..], "the first three are on s1");
+    assert_eq!(
+        ids(&on_s1, "databases")[..3],
+        dbs[..],
+        "the first three are on s1"
+    );
     let on_s2 = json_ok(&app, &["databases", "list", "--shard", "s2", "--json"]).await;
-    assert!(on_s2["databases"].as_array().expect("list").iter().all(|d| d["shard"] == "s2"));
-    let creating = json_ok(&app, &["databases", "list", "--state", "creating", "--json"]).await;
+    assert!(on_s2["databases"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .all(|d| d["shard"] == "s2"));
+    let creating = json_ok(
+        &app,
+        &["databases", "list", "--state", "creating", "--json"],
+    )
+    .await;
     assert_eq!(creating, json!({"databases": []}));
     let active = json_ok(
         &app,
-        &["databases", "list", "--state", "active", "--shard", "s1", "--limit", "1", "--json"],
+        &[
+            "databases",
+            "list",
+            "--state",
+            "active",
+            "--shard",
+            "s1",
+            "--limit",
+            "1",
+            "--json",
+        ],
     )
     .await;
     assert_eq!(ids(&active, "databases"), vec![dbs[0].clone()]);
@@ -196,8 +239,7 @@ async fn lists_page_and_filter() {
     );
     let of_db = json_ok(&app, &["moves", "list", "--database", &dbs[0], "--json"]).await;
     assert_eq!(ids(&of_db, "moves"), newest_first[1..].to_vec());
-    let unfinished =
-        json_ok(&app, &["moves", "list", "--state", "unfinished", "--json"]).await;
+    let unfinished = json_ok(&app, &["moves", "list", "--state", "unfinished", "--json"]).await;
     assert_eq!(ids(&unfinished, "moves").len(), 2, "{unfinished}");
     assert_eq!(
         json_ok(&app, &["moves", "list", "--state", "done", "--json"]).await,
@@ -223,7 +265,15 @@ async fn shards_list_counts_sizes_and_hides_passwords() {
     // readable) and one with a password in its DSN that answers nowhere.
     let (code, out, err) = run(
         &app,
-        &["shards", "add", "--name", "real", "--url", "http://real", "--json"],
+        &[
+            "shards",
+            "add",
+            "--name",
+            "real",
+            "--url",
+            "http://real",
+            "--json",
+        ],
         &[("SHARD_DSN", admin_url.as_str())],
     )
     .await;
@@ -232,12 +282,23 @@ async fn shards_list_counts_sizes_and_hides_passwords() {
     let secret_dsn = "postgres://shard:hunter2-secret@127.0.0.1:1/cluster";
     let (code, out, err) = run(
         &app,
-        &["shards", "add", "--name", "secret", "--url", "http://secret", "--json"],
+        &[
+            "shards",
+            "add",
+            "--name",
+            "secret",
+            "--url",
+            "http://secret",
+            "--json",
+        ],
         &[("SHARD_DSN", secret_dsn)],
     )
     .await;
     assert_eq!(code, 0, "{err}");
-    assert!(!out.contains("hunter2"), "shards add prints no password: {out}");
+    assert!(
+        !out.contains("hunter2"),
+        "shards add prints no password: {out}"
+    );
     assert_eq!(
         one_json(&out)["postgres"],
         "postgres://shard:***@127.0.0.1:1/cluster"
@@ -262,12 +323,26 @@ async fn shards_list_counts_sizes_and_hides_passwords() {
         "{list}"
     );
     assert!(real["bytes"].as_i64().unwrap_or(0) > 0, "{real}");
-    assert!(secret.get("bytes").is_none(), "unreachable: no size: {secret}");
-    assert_eq!(secret["postgres"], "postgres://shard:***@127.0.0.1:1/cluster");
+    assert!(
+        secret.get("bytes").is_none(),
+        "unreachable: no size: {secret}"
+    );
+    assert_eq!(
+        secret["postgres"],
+        "postgres://shard:***@127.0.0.1:1/cluster"
+    );
     let (code, out, _) = run(&app, &["shards", "list"], &[]).await;
     assert_eq!(code, 0);
-    let header: Vec<&str> = out.lines().next().unwrap_or_default().split_whitespace().collect();
-    assert_eq!(header, ["NAME", "STATE", "WEIGHT", "DATABASES", "SIZE", "URL"]);
+    let header: Vec<&str> = out
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["NAME", "STATE", "WEIGHT", "DATABASES", "SIZE", "URL"]
+    );
     assert!(!out.contains("hunter2"));
     // The control plane itself still holds the real DSN.
     let held = app.client.shards().await.expect("shards");
@@ -287,12 +362,19 @@ async fn dry_runs_change_nothing_and_a_rebalance_can_be_stopped() {
     app.shard("s2", 100).await;
 
     // move --dry-run: the plan, no move recorded; refused like a move.
-    let plan = json_ok(&app, &["move", &dbs[0], "--to", "s2", "--dry-run", "--json"]).await;
+    let plan = json_ok(
+        &app,
+        &["move", &dbs[0], "--to", "s2", "--dry-run", "--json"],
+    )
+    .await;
     assert_eq!(
         plan,
         json!({"moves": [{"database_id": dbs[0], "from": "s1", "to": "s2"}]})
     );
-    assert_eq!(json_ok(&app, &["moves", "list", "--json"]).await, json!({"moves": []}));
+    assert_eq!(
+        json_ok(&app, &["moves", "list", "--json"]).await,
+        json!({"moves": []})
+    );
     json_error(
         &app,
         &["move", &dbs[0], "--to", "s1", "--dry-run", "--json"],
@@ -309,9 +391,23 @@ async fn dry_runs_change_nothing_and_a_rebalance_can_be_stopped() {
     assert_eq!(planned.len(), 4, "{drain}");
     assert!(planned.iter().all(|m| m["from"] == "s1" && m["to"] == "s2"));
     let shards = json_ok(&app, &["shards", "list", "--json"]).await;
-    assert!(shards["shards"].as_array().expect("shards").iter().all(|s| s["state"] == "active"));
-    assert_eq!(json_ok(&app, &["moves", "list", "--json"]).await, json!({"moves": []}));
-    json_error(&app, &["shards", "drain", "nope", "--dry-run", "--json"], &[], 3, "not_found").await;
+    assert!(shards["shards"]
+        .as_array()
+        .expect("shards")
+        .iter()
+        .all(|s| s["state"] == "active"));
+    assert_eq!(
+        json_ok(&app, &["moves", "list", "--json"]).await,
+        json!({"moves": []})
+    );
+    json_error(
+        &app,
+        &["shards", "drain", "nope", "--dry-run", "--json"],
+        &[],
+        3,
+        "not_found",
+    )
+    .await;
 
     // A rebalance records its batch on its moves; --abort stops them all,
     // and a manual move is left alone.
@@ -323,16 +419,31 @@ async fn dry_runs_change_nothing_and_a_rebalance_can_be_stopped() {
     assert!(!of_batch.is_empty(), "{started}");
     assert!(of_batch.iter().all(|m| m["batch"] == batch.as_str()));
     let listed = json_ok(&app, &["moves", "list", "--batch", &batch, "--json"]).await;
-    assert_eq!(listed["moves"].as_array().map(Vec::len), Some(of_batch.len()));
+    assert_eq!(
+        listed["moves"].as_array().map(Vec::len),
+        Some(of_batch.len())
+    );
 
     let stopped = json_ok(&app, &["rebalance", "--abort", "--json"]).await;
     let aborted = stopped["aborted"].as_array().expect("aborted");
     assert_eq!(aborted.len(), of_batch.len(), "{stopped}");
     assert_eq!(stopped["refused"], json!([]));
     assert!(aborted.iter().all(|m| m["batch"] == batch.as_str()));
-    let manual_now = json_ok(&app, &["moves", "show", manual["id"].as_str().unwrap_or_default(), "--json"]).await;
+    let manual_now = json_ok(
+        &app,
+        &[
+            "moves",
+            "show",
+            manual["id"].as_str().unwrap_or_default(),
+            "--json",
+        ],
+    )
+    .await;
     assert!(manual_now["batch"].is_null(), "{manual_now}");
-    assert_ne!(manual_now["state"], "aborted", "rebalance --abort leaves a manual move alone");
+    assert_ne!(
+        manual_now["state"], "aborted",
+        "rebalance --abort leaves a manual move alone"
+    );
     // What is still unfinished of the batch is aborting already: asking again is no refusal.
     let again = json_ok(&app, &["moves", "abort", "--batch", &batch, "--json"]).await;
     assert_eq!(again["refused"], json!([]), "{again}");
@@ -360,20 +471,89 @@ async fn every_changing_command_prints_its_object_and_errors_are_json() {
     let db = databases(&app, &user_id, 1).await.remove(0);
     let added = json_ok(
         &app,
-        &["members", "add", "--database", &db, "--user", &other, "--role", "editor", "--json"],
+        &[
+            "members",
+            "add",
+            "--database",
+            &db,
+            "--user",
+            &other,
+            "--role",
+            "editor",
+            "--json",
+        ],
     )
     .await;
-    assert_eq!(added, json!({"database_id": db, "user_id": other, "role": "editor"}));
-    let removed = json_ok(&app, &["members", "remove", "--database", &db, "--user", &other, "--json"]).await;
-    assert_eq!(removed, json!({"database_id": db, "user_id": other, "removed": true}));
-    let granted = json_ok(&app, &["support", "grant", "--database", &db, "--user", &other, "--json"]).await;
-    assert_eq!(granted, json!({"database_id": db, "user_id": other, "support": true}));
-    let revoked = json_ok(&app, &["support", "revoke", "--database", &db, "--user", &other, "--json"]).await;
+    assert_eq!(
+        added,
+        json!({"database_id": db, "user_id": other, "role": "editor"})
+    );
+    let removed = json_ok(
+        &app,
+        &[
+            "members",
+            "remove",
+            "--database",
+            &db,
+            "--user",
+            &other,
+            "--json",
+        ],
+    )
+    .await;
+    assert_eq!(
+        removed,
+        json!({"database_id": db, "user_id": other, "removed": true})
+    );
+    let granted = json_ok(
+        &app,
+        &[
+            "support",
+            "grant",
+            "--database",
+            &db,
+            "--user",
+            &other,
+            "--json",
+        ],
+    )
+    .await;
+    assert_eq!(
+        granted,
+        json!({"database_id": db, "user_id": other, "support": true})
+    );
+    let revoked = json_ok(
+        &app,
+        &[
+            "support",
+            "revoke",
+            "--database",
+            &db,
+            "--user",
+            &other,
+            "--json",
+        ],
+    )
+    .await;
     assert_eq!(revoked["support"], false);
 
     // Exit codes and the JSON error object.
-    json_error(&app, &["keys", "revoke", "key_000000000000", "--json"], &[], 3, "not_found").await;
-    json_error(&app, &["users", "suspend", &user_id, "--json"], &[("CONTROL_PLANE_TOKEN", "wrong")], 3, "unauthorized").await;
+    json_error(
+        &app,
+        &["keys", "revoke", "key_000000000000", "--json"],
+        &[],
+        3,
+        "not_found",
+    )
+    .await;
+    json_error(
+        &app,
+        &["users", "suspend", &user_id, "--json"],
+        &[("CONTROL_PLANE_TOKEN", "wrong")],
+        3,
+        "unauthorized",
+    )
+    .await;
     json_error(
         &app,
         &["users", "list", "--json"],
@@ -382,10 +562,37 @@ async fn every_changing_command_prints_its_object_and_errors_are_json() {
         "unreachable",
     )
     .await;
-    json_error(&app, &["users", "list", "--json"], &[("CONTROL_PLANE_TOKEN", "")], 2, "usage").await;
-    json_error(&app, &["keys", "update", "key_000000000000", "--json"], &[], 2, "usage").await;
-    let e = json_error(&app, &["moves", "list", "--limit", "0", "--json"], &[], 2, "usage").await;
-    assert!(e["error"]["message"].as_str().unwrap_or_default().contains("limit"), "{e}");
+    json_error(
+        &app,
+        &["users", "list", "--json"],
+        &[("CONTROL_PLANE_TOKEN", "")],
+        2,
+        "usage",
+    )
+    .await;
+    json_error(
+        &app,
+        &["keys", "update", "key_000000000000", "--json"],
+        &[],
+        2,
+        "usage",
+    )
+    .await;
+    let e = json_error(
+        &app,
+        &["moves", "list", "--limit", "0", "--json"],
+        &[],
+        2,
+        "usage",
+    )
+    .await;
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("limit"),
+        "{e}"
+    );
     // Without --json: clap's usage text, exit 2; a refusal is "error: ...", exit 3.
     let (code, out, err) = run(&app, &["moves", "list", "--limit", "0"], &[]).await;
     assert_eq!((code, out.as_str()), (2, ""));
@@ -396,7 +603,10 @@ async fn every_changing_command_prints_its_object_and_errors_are_json() {
     // --help names the connection settings and exit codes; --version works anywhere.
     let (code, out, _) = run(&app, &["--help"], &[]).await;
     assert_eq!(code, 0);
-    assert!(out.contains("CONTROL_PLANE_URL") && out.contains("Exit codes"), "{out}");
+    assert!(
+        out.contains("CONTROL_PLANE_URL") && out.contains("Exit codes"),
+        "{out}"
+    );
     assert!(!out.contains(TOKEN), "the token's value is never shown");
     let (code, out, _) = run(&app, &["moves", "--version"], &[]).await;
     assert_eq!(code, 0);
