@@ -156,6 +156,9 @@ async fn lists_show_what_an_operator_needs() {
         "--json",
         "--step-delay-ms",
         "1000",
+        // The delay also follows the fence: a budget that fits it.
+        "--pause-budget-ms",
+        "30000",
     ])
     .await
     .move_object();
@@ -286,6 +289,8 @@ async fn waiting_times_out_leaving_the_move_running() {
             "1s",
             "--step-delay-ms",
             "3000",
+            "--pause-budget-ms",
+            "30000",
             "--json",
         ],
         Duration::from_secs(60),
