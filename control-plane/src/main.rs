@@ -5,7 +5,7 @@ use control_plane::cli::{self, Cli, Command};
 use control_plane::config::{Config, Settings};
 
 fn main() -> std::process::ExitCode {
-    let cli: Cli = service_kit::parse::args();
+    let cli: Cli = cli::parse_args();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -19,7 +19,7 @@ fn main() -> std::process::ExitCode {
     let code = runtime.block_on(async move {
         match cli.command {
             Command::Serve(settings) => serve(*settings).await,
-            command => cli::execute(cli.json, command).await,
+            command => cli::execute(cli.json, cli.connection, command).await,
         }
     });
     std::process::ExitCode::from(code.clamp(0, 255) as u8)

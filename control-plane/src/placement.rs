@@ -36,6 +36,8 @@ mod tests {
             postgres: String::new(),
             weight,
             state,
+            databases: None,
+            bytes: None,
         }
     }
 

@@ -7,6 +7,7 @@ mod attachments_cells;
 mod attachments_limits;
 mod attachments_upload;
 mod auth;
+mod cli_operator;
 mod client_errors;
 mod cross_tenant;
 mod databases;

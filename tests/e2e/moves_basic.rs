@@ -143,6 +143,7 @@ async fn a_move_keeps_every_record_and_leaves_nothing_behind() {
             to: to.clone(),
             pause_budget_ms: Some(2_000),
             step_delay_ms: None,
+            dry_run: false,
         })
         .await
         .expect("create move");
@@ -157,6 +158,7 @@ async fn a_move_keeps_every_record_and_leaves_nothing_behind() {
             to: to.clone(),
             pause_budget_ms: None,
             step_delay_ms: None,
+            dry_run: false,
         })
         .await
         .expect_err("a second move of a moving database is refused");
@@ -217,6 +219,7 @@ async fn an_abort_while_copying_leaves_nothing_and_the_source_serves() {
             to: to.clone(),
             pause_budget_ms: None,
             step_delay_ms: Some(3_000),
+            dry_run: false,
         })
         .await
         .expect("create move");

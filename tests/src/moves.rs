@@ -40,6 +40,8 @@ pub fn env_file() -> HashMap<String, String> {
 #[derive(Debug)]
 pub struct CliRun {
     pub success: bool,
+    /// The exit code (`None`: killed by a signal).
+    pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
@@ -101,6 +103,7 @@ pub async fn cli_within(args: &[&str], limit: Duration) -> CliRun {
         .expect("the CLI's output");
     CliRun {
         success: out.status.success(),
+        code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }

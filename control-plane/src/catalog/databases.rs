@@ -182,15 +182,36 @@ pub async fn get(db: &impl Db, id: &str) -> anyhow::Result<Option<DatabaseInfo>>
         .transpose()
 }
 
-pub async fn list(db: &impl Db, shard: Option<&str>) -> anyhow::Result<Vec<DatabaseInfo>> {
+/// Databases by position: those on `shard` and in `state` if given, after
+/// position `after`, at most `limit` (`None`: all).
+pub async fn list(
+    db: &impl Db,
+    shard: Option<&str>,
+    state: Option<DatabaseState>,
+    after: Option<i64>,
+    limit: Option<i64>,
+) -> anyhow::Result<Vec<DatabaseInfo>> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM databases WHERE ($1::text IS NULL OR shard = $1) ORDER BY position"
+        "SELECT {COLUMNS} FROM databases
+         WHERE ($1::text IS NULL OR shard = $1) AND ($2::text IS NULL OR state = $2)
+           AND ($3::bigint IS NULL OR position > $3)
+         ORDER BY position LIMIT $4"
     );
-    db.query(&sql, &[&shard])
+    db.query(&sql, &[&shard, &state.map(state_str), &after, &limit])
         .await
         .context("list databases")?
         .iter()
         .map(info_of)
+        .collect()
+}
+
+/// How many databases each shard holds (shards without any are absent).
+pub async fn count_by_shard(db: &impl Db) -> anyhow::Result<Vec<(String, i64)>> {
+    db.query("SELECT shard, count(*) FROM databases GROUP BY shard", &[])
+        .await
+        .context("count databases per shard")?
+        .iter()
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
         .collect()
 }
 

@@ -146,6 +146,20 @@ pub async fn delete(db: &impl Db, id: &str) -> anyhow::Result<bool> {
         > 0)
 }
 
+/// Every key of a user, oldest first.
+pub async fn of_user(db: &impl Db, user_id: &str) -> anyhow::Result<Vec<KeyInfo>> {
+    db.query(
+        "SELECT id, user_id, name, access, databases, created_at FROM api_keys
+         WHERE user_id = $1 ORDER BY created_at, id",
+        &[&user_id],
+    )
+    .await
+    .context("list keys of user")?
+    .iter()
+    .map(info_of)
+    .collect()
+}
+
 /// Every key of a user with its version.
 pub async fn versions_of_user(db: &impl Db, user_id: &str) -> anyhow::Result<Vec<(String, i64)>> {
     let rows = db

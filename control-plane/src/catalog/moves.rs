@@ -17,7 +17,7 @@ pub const DRIVER_LOCK_CLASS: i32 = 0x6d6f7665; // "move"
 const COLUMNS: &str = "id, database_id, from_shard, to_shard, state, abort_requested, abort_reason,
     pause_budget_ms, step_delay_ms, attempts, pause_ms, convergence_ms, new_epoch,
     fence_lsn, flipped_at, error, tables_total, tables_copied, lag_bytes,
-    created_at, updated_at, finished_at";
+    created_at, updated_at, finished_at, batch";
 
 /// A move as the mover sees it: the API's [`Move`] plus the driving fields.
 #[derive(Debug, Clone)]
@@ -59,6 +59,7 @@ fn from_row(row: &Row) -> anyhow::Result<MoveRow> {
                 lag_bytes: row.try_get("lag_bytes")?,
             },
             finished_at: row.try_get("finished_at")?,
+            batch: row.try_get("batch")?,
         },
         abort_requested: row.try_get("abort_requested")?,
         abort_reason: row.try_get("abort_reason")?,
@@ -79,14 +80,16 @@ pub struct NewMove<'a> {
     pub to: &'a str,
     pub pause_budget_ms: i32,
     pub step_delay_ms: i32,
+    /// The rebalance or drain starting it, if any.
+    pub batch: Option<&'a str>,
 }
 
 /// Records a `pending` move; `None` when the database already has an
 /// unfinished one (the unique index `moves_one_per_database`).
 pub async fn insert(db: &impl Db, m: &NewMove<'_>) -> anyhow::Result<Option<MoveRow>> {
     let sql = format!(
-        "INSERT INTO moves (id, database_id, from_shard, to_shard, state, pause_budget_ms, step_delay_ms)
-         VALUES ($1, $2, $3, $4, 'pending', $5, $6)
+        "INSERT INTO moves (id, database_id, from_shard, to_shard, state, pause_budget_ms, step_delay_ms, batch)
+         VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7)
          ON CONFLICT (database_id) WHERE state NOT IN ('done', 'aborted') DO NOTHING
          RETURNING {COLUMNS}"
     );
@@ -99,6 +102,7 @@ pub async fn insert(db: &impl Db, m: &NewMove<'_>) -> anyhow::Result<Option<Move
             &m.to,
             &m.pause_budget_ms,
             &m.step_delay_ms,
+            &m.batch,
         ],
     )
     .await
@@ -129,10 +133,51 @@ pub async fn get_for_update(db: &impl Db, id: &str) -> anyhow::Result<Option<Mov
         .transpose()
 }
 
-/// Every move, newest first.
-pub async fn list(db: &impl Db) -> anyhow::Result<Vec<MoveRow>> {
-    let sql = format!("SELECT {COLUMNS} FROM moves ORDER BY created_at DESC, id DESC");
-    rows(&db.query(&sql, &[]).await.context("list moves")?)
+/// One page of moves, newest first, matching `filter` (validated by the
+/// caller: `state` a move state or `unfinished`, `limit` given). `after`
+/// is the (created_at, id) of the previous page's last move.
+pub struct MoveQuery<'a> {
+    pub shard: Option<&'a str>,
+    /// Exact states to keep (empty: any).
+    pub states: &'a [&'a str],
+    pub database: Option<&'a str>,
+    pub batch: Option<&'a str>,
+    pub after: Option<(DateTime<Utc>, String)>,
+    pub limit: Option<i64>,
+}
+
+pub async fn list_where(db: &impl Db, q: &MoveQuery<'_>) -> anyhow::Result<Vec<MoveRow>> {
+    let (after_at, after_id) = match &q.after {
+        Some((at, id)) => (Some(*at), Some(id.as_str())),
+        None => (None, None),
+    };
+    let states: Vec<&str> = q.states.to_vec();
+    let sql = format!(
+        "SELECT {COLUMNS} FROM moves
+         WHERE ($1::text IS NULL OR from_shard = $1 OR to_shard = $1)
+           AND (cardinality($2::text[]) = 0 OR state = ANY($2))
+           AND ($3::text IS NULL OR database_id = $3)
+           AND ($4::text IS NULL OR batch = $4)
+           AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::text))
+         ORDER BY created_at DESC, id DESC
+         LIMIT $7"
+    );
+    rows(
+        &db.query(
+            &sql,
+            &[
+                &q.shard,
+                &states,
+                &q.database,
+                &q.batch,
+                &after_at,
+                &after_id,
+                &q.limit,
+            ],
+        )
+        .await
+        .context("list moves")?,
+    )
 }
 
 /// How many moves are in each state (states with none are absent).

@@ -29,6 +29,8 @@ fn from_row(row: &Row) -> anyhow::Result<Shard> {
         postgres: row.try_get("postgres")?,
         weight: u32::try_from(weight).context("negative shard weight in catalog")?,
         state,
+        databases: None,
+        bytes: None,
     })
 }
 

@@ -79,6 +79,26 @@ pub async fn get_for_share(
         .transpose()
 }
 
+/// Users oldest first, after the user `after` (by creation, then id), at
+/// most `limit` (`None`: all).
+pub async fn list(
+    db: &impl Db,
+    after: Option<&str>,
+    limit: Option<i64>,
+) -> Result<Vec<UserRow>, tokio_postgres::Error> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM users
+         WHERE $1::text IS NULL
+            OR (created_at, id) > (SELECT created_at, id FROM users WHERE id = $1)
+         ORDER BY created_at, id LIMIT $2"
+    );
+    db.query(&sql, &[&after, &limit])
+        .await?
+        .iter()
+        .map(from_row)
+        .collect()
+}
+
 /// Sets or clears `suspended_at` (keeping the first suspension time).
 pub async fn set_suspended(
     db: &impl Db,

@@ -1,25 +1,29 @@
 //! Runs an operator command against the control plane's API and prints
 //! its result: one JSON object with `--json`, a readable form otherwise
-//! (tables for lists, see `table`).
+//! (tables for lists, see `table`); errors and exit codes in `report` and
+//! `exit`.
 
 use cluster_protocol::control::client::ControlPlaneClient;
 use cluster_protocol::control::{AddShard, CreateKey, DatabaseScope, UpdateKey};
 use serde_json::{json, Value};
 
+use super::exit::CliError;
 use super::*;
 
 /// What a command produced: the JSON object and its human form, and, for
 /// a command that printed its result but did not succeed (a waited move
-/// that ended aborted, aborting a finished move), the reason.
+/// that ended aborted or timed out, aborting a finished move), the error
+/// to report after it.
 pub(super) struct Output {
     pub json: Value,
     pub text: String,
-    pub failure: Option<String>,
+    pub failure: Option<CliError>,
 }
 
-fn done(text: impl Into<String>) -> Output {
+/// A successful output.
+pub(super) fn output(json: Value, text: impl Into<String>) -> Output {
     Output {
-        json: json!({ "ok": true }),
+        json,
         text: text.into(),
         failure: None,
     }
@@ -36,51 +40,54 @@ pub(super) fn to_json<T: serde::Serialize>(v: &T) -> anyhow::Result<Value> {
     Ok(serde_json::to_value(v)?)
 }
 
-/// Runs `command` (anything but `serve`); returns the process exit code.
-pub async fn execute(json_out: bool, command: Command) -> i32 {
-    match run(command).await {
-        Ok(out) => {
-            if json_out {
-                println!("{}", out.json);
-            } else {
-                println!("{}", out.text);
-            }
-            match out.failure {
-                Some(reason) => {
-                    eprintln!("error: {reason}");
-                    1
-                }
-                None => 0,
-            }
-        }
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            1
-        }
+/// Runs `command` (anything but `serve`) against the control plane of
+/// `connection`, prints its result; returns the process exit code.
+pub async fn execute(json_out: bool, connection: Connection, command: Command) -> i32 {
+    let result = match client(&connection) {
+        Ok(c) => run(&c, command).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(out) => report::finish(json_out, &out.json, &out.text, out.failure.as_ref()),
+        Err(e) => report::fail(json_out, &e),
     }
 }
 
-fn client() -> anyhow::Result<ControlPlaneClient> {
-    let url = std::env::var("CONTROL_PLANE_URL").unwrap_or_else(|_| "http://127.0.0.1:8090".into());
-    let token = std::env::var("CONTROL_PLANE_TOKEN")
-        .ok()
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| anyhow::anyhow!("CONTROL_PLANE_TOKEN must be set"))?;
-    Ok(ControlPlaneClient::new(&url, &token))
+fn client(connection: &Connection) -> anyhow::Result<ControlPlaneClient> {
+    let token = connection
+        .control_plane_token
+        .as_deref()
+        .filter(|t| !t.trim().is_empty())
+        .ok_or_else(|| CliError::usage("CONTROL_PLANE_TOKEN must be set (or give --token)"))?;
+    Ok(ControlPlaneClient::new(
+        &connection.control_plane_url,
+        token,
+    ))
 }
 
-async fn run(command: Command) -> anyhow::Result<Output> {
+async fn run(c: &ControlPlaneClient, command: Command) -> anyhow::Result<Output> {
     match command {
-        Command::Serve(_) => anyhow::bail!("serve is not an operator command"),
-        Command::Move(args) => moves::move_database(&client()?, args).await,
-        Command::Moves(cmd) => moves::moves(&client()?, cmd).await,
-        Command::Rebalance { dry_run, wait } => moves::rebalance(&client()?, dry_run, wait).await,
-        Command::Users(cmd) => users(&client()?, cmd).await,
-        Command::Keys(cmd) => keys(&client()?, cmd).await,
-        Command::Members(cmd) => members(&client()?, cmd).await,
-        Command::Support(cmd) => support(&client()?, cmd).await,
-        Command::Shards(cmd) => shards(&client()?, cmd).await,
-        Command::Databases(cmd) => databases(&client()?, cmd).await,
+        Command::Serve(_) => Err(CliError::usage("serve is not an operator command").into()),
+        Command::Move(args) => moves::move_database(c, args).await,
+        Command::Moves(cmd) => moves::moves(c, cmd).await,
+        Command::Rebalance {
+            dry_run,
+            wait,
+            waiting,
+            abort,
+        } => {
+            if abort {
+                moves::stop_rebalance(c).await
+            } else {
+                moves::rebalance(c, dry_run, wait.then_some(waiting)).await
+            }
+        }
+        Command::Users(cmd) => users(c, cmd).await,
+        Command::Keys(cmd) => keys(c, cmd).await,
+        Command::Members(cmd) => members(c, cmd).await,
+        Command::Support(cmd) => support(c, cmd).await,
+        Command::Shards(cmd) => shards(c, cmd).await,
+        Command::Databases(cmd) => databases(c, cmd).await,
     }
 }
 
@@ -88,20 +95,20 @@ async fn users(c: &ControlPlaneClient, cmd: UsersCmd) -> anyhow::Result<Output> 
     match cmd {
         UsersCmd::Create { email, name } => {
             let u = c.create_user(&email, name.as_deref()).await?;
-            Ok(Output {
-                json: json!({ "id": u.id, "email": u.email, "name": u.name }),
-                text: format!("created user {} <{}> ({})", u.id, u.email, u.name),
-                failure: None,
-            })
+            Ok(output(
+                json!({ "id": u.id, "email": u.email, "name": u.name }),
+                format!("created user {} <{}> ({})", u.id, u.email, u.name),
+            ))
         }
         UsersCmd::Suspend { user_id } => {
             let u = c.suspend_user(&user_id, true).await?;
-            Ok(done(format!("suspended {}", u.id)))
+            Ok(output(to_json(&u)?, format!("suspended {}", u.id)))
         }
         UsersCmd::Unsuspend { user_id } => {
             let u = c.suspend_user(&user_id, false).await?;
-            Ok(done(format!("unsuspended {}", u.id)))
+            Ok(output(to_json(&u)?, format!("unsuspended {}", u.id)))
         }
+        UsersCmd::List { page } => lists::users(c, page).await,
     }
 }
 
@@ -140,22 +147,29 @@ async fn keys(c: &ControlPlaneClient, cmd: KeysCmd) -> anyhow::Result<Output> {
             databases,
         } => {
             if access.is_none() && databases.is_none() {
-                anyhow::bail!("nothing to update: give --access and/or --databases");
+                return Err(
+                    CliError::usage("nothing to update: give --access and/or --databases").into(),
+                );
             }
             let k = c
                 .update_key(&key_id, &UpdateKey { access, databases })
                 .await?;
-            Ok(done(format!(
+            let text = format!(
                 "updated {} ({}, databases: {})",
                 k.id,
                 k.access.as_str(),
                 scope_text(&k.databases)
-            )))
+            );
+            Ok(output(to_json(&k)?, text))
         }
         KeysCmd::Revoke { key_id } => {
             c.revoke_key(&key_id).await?;
-            Ok(done(format!("revoked {key_id}")))
+            Ok(output(
+                json!({ "id": key_id, "revoked": true }),
+                format!("revoked {key_id}"),
+            ))
         }
+        KeysCmd::List { user_id } => lists::keys(c, &user_id).await,
     }
 }
 
@@ -164,21 +178,30 @@ async fn members(c: &ControlPlaneClient, cmd: MembersCmd) -> anyhow::Result<Outp
         MembersCmd::Add { target, role } => {
             c.add_member(&target.database_id, &target.user_id, role)
                 .await?;
-            Ok(done(format!(
+            let text = format!(
                 "{} is now {} of {}",
                 target.user_id,
                 role.as_str(),
                 target.database_id
-            )))
+            );
+            Ok(output(
+                json!({ "database_id": target.database_id, "user_id": target.user_id, "role": role }),
+                text,
+            ))
         }
         MembersCmd::Remove { target } => {
             c.remove_member(&target.database_id, &target.user_id)
                 .await?;
-            Ok(done(format!(
+            let text = format!(
                 "{} is no longer a member of {}",
                 target.user_id, target.database_id
-            )))
+            );
+            Ok(output(
+                json!({ "database_id": target.database_id, "user_id": target.user_id, "removed": true }),
+                text,
+            ))
         }
+        MembersCmd::List { database_id } => lists::members(c, &database_id).await,
     }
 }
 
@@ -187,18 +210,26 @@ async fn support(c: &ControlPlaneClient, cmd: SupportCmd) -> anyhow::Result<Outp
         SupportCmd::Grant { target } => {
             c.grant_support(&target.database_id, &target.user_id)
                 .await?;
-            Ok(done(format!(
+            let text = format!(
                 "granted {} support access to {}",
                 target.user_id, target.database_id
-            )))
+            );
+            Ok(output(
+                json!({ "database_id": target.database_id, "user_id": target.user_id, "support": true }),
+                text,
+            ))
         }
         SupportCmd::Revoke { target } => {
             c.revoke_support(&target.database_id, &target.user_id)
                 .await?;
-            Ok(done(format!(
+            let text = format!(
                 "revoked support access of {} to {}",
                 target.user_id, target.database_id
-            )))
+            );
+            Ok(output(
+                json!({ "database_id": target.database_id, "user_id": target.user_id, "support": false }),
+                text,
+            ))
         }
     }
 }
@@ -206,17 +237,16 @@ async fn support(c: &ControlPlaneClient, cmd: SupportCmd) -> anyhow::Result<Outp
 async fn shards(c: &ControlPlaneClient, cmd: ShardsCmd) -> anyhow::Result<Output> {
     match cmd {
         ShardsCmd::List => {
-            let list = c.shards().await?;
+            let mut list = c.shards().await?;
+            for s in &mut list.shards {
+                dsn::redact_shard(s);
+            }
             let text = if list.shards.is_empty() {
                 "no shards".to_string()
             } else {
                 table::shards(&list.shards)
             };
-            Ok(Output {
-                json: to_json(&list)?,
-                text,
-                failure: None,
-            })
+            Ok(output(to_json(&list)?, text))
         }
         ShardsCmd::Add {
             name,
@@ -237,7 +267,7 @@ async fn shards(c: &ControlPlaneClient, cmd: ShardsCmd) -> anyhow::Result<Output
                 std::io::stdin().lock(),
                 |warning| eprintln!("{warning}"),
             )?;
-            let s = c
+            let mut s = c
                 .add_shard(&AddShard {
                     name,
                     url,
@@ -245,32 +275,32 @@ async fn shards(c: &ControlPlaneClient, cmd: ShardsCmd) -> anyhow::Result<Output
                     weight,
                 })
                 .await?;
+            dsn::redact_shard(&mut s);
             Ok(Output {
                 text: format!("added shard {}\n{}", s.name, table::shard(&s)),
                 json: to_json(&s)?,
                 failure: None,
             })
         }
-        ShardsCmd::Drain { name, wait } => moves::drain(c, &name, wait).await,
+        ShardsCmd::Drain {
+            name,
+            wait,
+            waiting,
+            dry_run,
+        } => {
+            if dry_run {
+                moves::drain_plan(c, &name).await
+            } else {
+                moves::drain(c, &name, wait.then_some(waiting)).await
+            }
+        }
         ShardsCmd::Activate { name } => moves::activate(c, &name).await,
     }
 }
 
 async fn databases(c: &ControlPlaneClient, cmd: DatabasesCmd) -> anyhow::Result<Output> {
     match cmd {
-        DatabasesCmd::List { shard } => {
-            let list = c.databases(shard.as_deref()).await?;
-            let text = if list.databases.is_empty() {
-                "no databases".to_string()
-            } else {
-                table::databases(&list.databases)
-            };
-            Ok(Output {
-                json: to_json(&list)?,
-                text,
-                failure: None,
-            })
-        }
+        DatabasesCmd::List { shard, state, page } => lists::databases(c, shard, state, page).await,
         DatabasesCmd::Show { database_id } => {
             let d = c.database(&database_id).await?;
             Ok(Output {

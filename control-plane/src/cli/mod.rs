@@ -1,14 +1,20 @@
 //! The `control-plane` command line: `serve` plus the operator commands of
 //! the "Operator contract" in ARCHITECTURE.md. Every command takes `--json`
-//! and then prints exactly one JSON object on stdout.
+//! and then prints exactly one JSON object on stdout (and an error as one
+//! JSON object on stderr, see `report`); exit codes are in `exit`.
 
 mod dsn;
 mod exec;
+pub mod exit;
+mod lists;
 mod moves;
+pub mod report;
 mod table;
 mod wait;
 
 pub use exec::execute;
+
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use cluster_protocol::control::{Access, DatabaseScope};
@@ -17,14 +23,109 @@ use cluster_protocol::control::{Access, DatabaseScope};
 #[command(
     name = "control-plane",
     version,
-    about = "The cluster's control plane: server and operator CLI."
+    propagate_version = true,
+    about = "The cluster's control plane: server and operator CLI.",
+    after_long_help = exit::HELP
 )]
 pub struct Cli {
-    /// Print exactly one JSON object on stdout.
+    /// Print exactly one JSON object on stdout (errors: one JSON object
+    /// {"error":{"code","message","exit"}} on stderr).
     #[arg(long, global = true)]
     pub json: bool,
+    #[command(flatten)]
+    pub connection: Connection,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Where the operator commands find the control plane.
+#[derive(Debug, Clone, Args)]
+pub struct Connection {
+    /// Base URL of the control plane's internal API (operator commands).
+    #[arg(
+        long = "server",
+        env = "CONTROL_PLANE_URL",
+        default_value = "http://127.0.0.1:8090",
+        global = true,
+        value_name = "URL"
+    )]
+    pub control_plane_url: String,
+    /// The control plane's admin token (operator commands). Prefer the
+    /// environment: a flag is visible in the process list.
+    #[arg(
+        long = "token",
+        env = "CONTROL_PLANE_TOKEN",
+        hide_env_values = true,
+        global = true,
+        value_name = "TOKEN"
+    )]
+    pub control_plane_token: Option<String>,
+}
+
+/// Parses the command line like `service_kit::parse::args`, except that a
+/// usage error of a command line holding `--json` is printed as one JSON
+/// object on stderr (exit code 2 either way).
+pub fn parse_args() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let parsed = service_kit::parse::blank_is_unset(Cli::command())
+        .try_get_matches_from(&argv)
+        .and_then(|m| Cli::from_arg_matches(&m));
+    match parsed {
+        Ok(cli) => cli,
+        Err(e) => {
+            let json = argv.iter().any(|a| a == "--json");
+            if json && e.use_stderr() {
+                let rendered = e.render().to_string();
+                let message = first_line_of(&rendered).unwrap_or(rendered);
+                report::print_error(true, &exit::CliError::usage(message));
+                std::process::exit(exit::Exit::Usage.code());
+            }
+            e.exit()
+        }
+    }
+}
+
+/// The first non-empty line of clap's message, without its `error: `.
+fn first_line_of(rendered: &str) -> Option<String> {
+    rendered
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| l.trim_start_matches("error: ").to_string())
+}
+
+/// A `--timeout` value: `30s`, `5m`, `250ms`, `1h` (a bare number is seconds).
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    match service_kit::parse::duration(s) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err("the timeout must be longer than zero".into()),
+        Err(e) => Err(format!("{e:#}")),
+    }
+}
+
+/// `--limit`: 1 to 1000 (the control plane's largest page).
+const LIMIT_RANGE: std::ops::RangeInclusive<i64> = 1..=1000;
+
+/// `--limit N --cursor C` of a paged list.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PageArgs {
+    /// At most this many items (1 to 1000; default: all). When more follow,
+    /// the output names the cursor of the next page (`next_cursor`).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(LIMIT_RANGE))]
+    pub limit: Option<u32>,
+    /// Start after this item: the `next_cursor` of the previous page.
+    #[arg(long)]
+    pub cursor: Option<String>,
+}
+
+/// `--wait [--timeout D]`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct WaitArgs {
+    /// Give up waiting after this long (30s, 5m, 1h): exit code 6 (timed
+    /// out), the moves going on. Needs --wait.
+    #[arg(long, requires = "wait", value_parser = parse_timeout, value_name = "DURATION")]
+    pub timeout: Option<Duration>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -68,6 +169,13 @@ pub enum Command {
         /// exits non-zero if one was aborted. Ignored with --dry-run.
         #[arg(long)]
         wait: bool,
+        #[command(flatten)]
+        waiting: WaitArgs,
+        /// Stop the rebalance under way: abort every unfinished move a
+        /// rebalance started (those past their cutover finish); prints
+        /// {"aborted":[...],"refused":[...]}.
+        #[arg(long, conflicts_with_all = ["dry_run", "wait"])]
+        abort: bool,
     },
 }
 
@@ -81,6 +189,11 @@ pub enum UsersCmd {
         /// Display name (defaults to the part of the email before @).
         #[arg(long)]
         name: Option<String>,
+    },
+    /// List users, oldest first; prints {"users":[{id,email,name,suspended}]}.
+    List {
+        #[command(flatten)]
+        page: PageArgs,
     },
     /// Suspend a user: their keys stop working at once.
     Suspend {
@@ -127,6 +240,13 @@ pub enum KeysCmd {
         /// Key id (key_...).
         key_id: String,
     },
+    /// List a user's keys (never their tokens); prints
+    /// {"keys":[{id,name,user_id,access,databases,created_at}]}.
+    List {
+        /// Owner of the keys (usr_...).
+        #[arg(long = "user")]
+        user_id: String,
+    },
 }
 
 /// A database and a user.
@@ -155,6 +275,12 @@ pub enum MembersCmd {
         #[command(flatten)]
         target: DatabaseUser,
     },
+    /// List a database's members; prints {"members":[{user:{id,name,email},role,created_at}]}.
+    List {
+        /// Database id (db_...).
+        #[arg(long = "database")]
+        database_id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -173,11 +299,15 @@ pub enum SupportCmd {
 
 #[derive(Debug, Subcommand)]
 pub enum ShardsCmd {
-    /// List shards; prints {"shards":[...]}.
+    /// List shards with their database count and size; prints
+    /// {"shards":[{name,url,postgres,weight,state,databases,bytes}]} (the
+    /// DSN's password shown as ***; bytes absent when the shard's
+    /// PostgreSQL did not answer).
     List,
-    /// Register a shard. The DSN of its PostgreSQL comes from exactly one
-    /// of --postgres-env, --postgres-stdin or --postgres.
-    #[command(group(clap::ArgGroup::new("dsn").required(true).args(["postgres", "postgres_env", "postgres_stdin"])))]
+    /// Register a shard. The DSN of its PostgreSQL comes from at most one
+    /// of --postgres-env, --postgres-stdin (--dsn-stdin) or --postgres;
+    /// with none, from the SHARD_DSN environment variable.
+    #[command(group(clap::ArgGroup::new("dsn").required(false).args(["postgres", "postgres_env", "postgres_stdin"])))]
     Add {
         /// Unique shard name.
         #[arg(long)]
@@ -194,7 +324,7 @@ pub enum ShardsCmd {
         #[arg(long, value_name = "VAR")]
         postgres_env: Option<String>,
         /// Read the DSN from the first line of standard input.
-        #[arg(long)]
+        #[arg(long, alias = "dsn-stdin")]
         postgres_stdin: bool,
         /// Relative share of new databases (default 100).
         #[arg(long, default_value_t = 100)]
@@ -207,6 +337,12 @@ pub enum ShardsCmd {
         /// Return when no database is left on the shard.
         #[arg(long)]
         wait: bool,
+        #[command(flatten)]
+        waiting: WaitArgs,
+        /// Only print the moves a drain would start
+        /// {"shard","moves":[{database_id,from,to}]}; change nothing.
+        #[arg(long, conflicts_with = "wait")]
+        dry_run: bool,
     },
     /// Make a draining shard eligible for new databases again (moves already
     /// started go on).
@@ -223,6 +359,11 @@ pub enum DatabasesCmd {
         /// Only databases on this shard.
         #[arg(long)]
         shard: Option<String>,
+        /// Only databases in this state: creating or active.
+        #[arg(long, value_parser = ["creating", "active"])]
+        state: Option<String>,
+        #[command(flatten)]
+        page: PageArgs,
     },
     /// Show one database.
     Show {
@@ -241,6 +382,12 @@ pub struct MoveArgs {
     /// Return when the move is done or aborted (exit non-zero when aborted).
     #[arg(long)]
     pub wait: bool,
+    #[command(flatten)]
+    pub waiting: WaitArgs,
+    /// Only check the move and print it as planned
+    /// {"moves":[{database_id,from,to}]}; change nothing.
+    #[arg(long, conflicts_with = "wait")]
+    pub dry_run: bool,
     /// Longest hold of the database's requests at cutover (default: the
     /// control plane's MOVE_PAUSE_BUDGET_MS).
     #[arg(long, value_parser = clap::value_parser!(i64).range(1..))]
@@ -253,18 +400,54 @@ pub struct MoveArgs {
 #[derive(Debug, Subcommand)]
 pub enum MovesCmd {
     /// List moves, newest first; prints {"moves":[...]}.
-    List,
+    List {
+        /// Only moves from or to this shard.
+        #[arg(long)]
+        shard: Option<String>,
+        /// Only moves in this state, or `unfinished` (neither done nor aborted).
+        #[arg(long, value_parser = MOVE_STATES)]
+        state: Option<String>,
+        /// Only moves of this database (db_...).
+        #[arg(long)]
+        database: Option<String>,
+        /// Only moves started by this rebalance or drain (its `batch`, reb_... or drn_...).
+        #[arg(long)]
+        batch: Option<String>,
+        #[command(flatten)]
+        page: PageArgs,
+    },
     /// Show one move.
     Show {
         /// Move id (mov_...).
         id: String,
     },
-    /// Abort a move before its cutover; exits non-zero if it had already finished.
+    /// Abort a move before its cutover; exits non-zero if it had already
+    /// finished. With --batch or --all, every unfinished move of the batch
+    /// (or every one) is aborted; prints {"aborted":[...],"refused":[...]}.
+    #[command(group(clap::ArgGroup::new("which").required(true).args(["id", "batch", "all"])))]
     Abort {
         /// Move id (mov_...).
-        id: String,
+        id: Option<String>,
+        /// Every unfinished move of this rebalance or drain (reb_... or drn_...).
+        #[arg(long)]
+        batch: Option<String>,
+        /// Every unfinished move.
+        #[arg(long)]
+        all: bool,
     },
 }
+
+/// What `moves list --state` accepts.
+const MOVE_STATES: [&str; 8] = [
+    "unfinished",
+    "pending",
+    "copying",
+    "catching_up",
+    "cutover",
+    "cleanup",
+    "done",
+    "aborted",
+];
 
 fn parse_access(s: &str) -> Result<Access, String> {
     Access::parse(s).ok_or_else(|| format!("{s:?} is not an access: use read_write or read_only"))

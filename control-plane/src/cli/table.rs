@@ -1,7 +1,9 @@
 //! The human forms of the CLI's output: aligned tables with a header row
 //! for lists, aligned `field  value` lines for one object.
 
-use cluster_protocol::control::{DatabaseInfo, Move, PlannedMove, Shard, ShardState};
+use cluster_protocol::control::{
+    DatabaseInfo, DatabaseScope, KeyInfo, Member, Move, PlannedMove, Shard, ShardState, User,
+};
 
 /// Columns padded to their widest cell, two spaces apart, header first.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
@@ -62,6 +64,21 @@ fn database_state(d: &DatabaseInfo) -> String {
         .unwrap_or_default()
 }
 
+/// Bytes in binary units, one decimal: `812 B`, `1.5 KiB`, `12.0 GiB`.
+pub fn size(bytes: i64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
 pub fn shards(list: &[Shard]) -> String {
     let rows: Vec<Vec<String>> = list
         .iter()
@@ -70,11 +87,70 @@ pub fn shards(list: &[Shard]) -> String {
                 s.name.clone(),
                 shard_state(s.state).into(),
                 s.weight.to_string(),
+                or_dash(s.databases),
+                or_dash(s.bytes.map(size)),
                 s.url.clone(),
             ]
         })
         .collect();
-    table(&["NAME", "STATE", "WEIGHT", "URL"], &rows)
+    table(
+        &["NAME", "STATE", "WEIGHT", "DATABASES", "SIZE", "URL"],
+        &rows,
+    )
+}
+
+pub fn users(list: &[User]) -> String {
+    let rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|u| {
+            vec![
+                u.id.clone(),
+                u.email.clone(),
+                u.name.clone(),
+                if u.suspended { "yes" } else { "no" }.into(),
+            ]
+        })
+        .collect();
+    table(&["ID", "EMAIL", "NAME", "SUSPENDED"], &rows)
+}
+
+fn scope(s: &DatabaseScope) -> String {
+    match s {
+        DatabaseScope::All => "all".into(),
+        DatabaseScope::Only(ids) => ids.join(","),
+    }
+}
+
+pub fn keys(list: &[KeyInfo]) -> String {
+    let rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|k| {
+            vec![
+                k.id.clone(),
+                k.name.clone(),
+                k.access.as_str().into(),
+                scope(&k.databases),
+                time(k.created_at),
+            ]
+        })
+        .collect();
+    table(&["ID", "NAME", "ACCESS", "DATABASES", "CREATED"], &rows)
+}
+
+pub fn members(list: &[Member]) -> String {
+    let rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|m| {
+            vec![
+                m.user.id.clone(),
+                m.user.email.clone(),
+                m.user.name.clone(),
+                m.role.as_str().into(),
+                time(m.created_at),
+            ]
+        })
+        .collect();
+    table(&["USER", "EMAIL", "NAME", "ROLE", "SINCE"], &rows)
 }
 
 pub fn shard(s: &Shard) -> String {
@@ -83,6 +159,7 @@ pub fn shard(s: &Shard) -> String {
         ("state", shard_state(s.state).into()),
         ("weight", s.weight.to_string()),
         ("url", s.url.clone()),
+        ("postgres", s.postgres.clone()),
     ])
 }
 
@@ -169,6 +246,7 @@ pub fn one_move(m: &Move) -> String {
         ("created_at", time(m.created_at)),
         ("updated_at", time(m.updated_at)),
         ("finished_at", or_dash(m.finished_at.map(time))),
+        ("batch", or_dash(m.batch.clone())),
     ])
 }
 
@@ -195,6 +273,15 @@ mod tests {
         );
         assert_eq!(t, "ID     STATE\nmov_1  pending\nm      done");
         assert_eq!(table(&["A", "B"], &[]), "A  B");
+    }
+
+    #[test]
+    fn sizes_in_binary_units() {
+        assert_eq!(size(0), "0 B");
+        assert_eq!(size(1023), "1023 B");
+        assert_eq!(size(1536), "1.5 KiB");
+        assert_eq!(size(8 * 1024 * 1024 + 1), "8.0 MiB");
+        assert_eq!(size(3 * 1024_i64.pow(3)), "3.0 GiB");
     }
 
     #[test]

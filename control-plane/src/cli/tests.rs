@@ -144,7 +144,9 @@ fn scale_out_flags() {
         cli.command,
         Command::Rebalance {
             dry_run: true,
-            wait: false
+            wait: false,
+            abort: false,
+            ..
         }
     ));
 
@@ -197,9 +199,163 @@ fn shards_add_takes_the_dsn_from_exactly_one_place() {
     assert!(postgres.is_none() && !postgres_stdin);
     assert!(with(&["--postgres-stdin"]).is_ok());
     assert!(with(&["--postgres", "postgres://y"]).is_ok());
-    assert!(with(&[]).is_err(), "a DSN source is required");
+    assert!(with(&[]).is_ok(), "no option: SHARD_DSN");
+    let Command::Shards(ShardsCmd::Add { postgres_stdin, .. }) =
+        with(&["--dsn-stdin"]).expect("parses").command
+    else {
+        panic!("shards add")
+    };
+    assert!(postgres_stdin, "--dsn-stdin is --postgres-stdin");
     assert!(
         with(&["--postgres", "postgres://y", "--postgres-stdin"]).is_err(),
         "only one source"
     );
+}
+
+fn refused(args: &[&str]) -> clap::Error {
+    Cli::try_parse_from(std::iter::once("control-plane").chain(args.iter().copied()))
+        .expect_err("refused")
+}
+
+#[test]
+fn new_lists_parse_with_their_filters() {
+    let cli = parse(&["users", "list", "--limit", "2", "--cursor", "usr_x"]);
+    let Command::Users(UsersCmd::List { page }) = cli.command else {
+        panic!("users list")
+    };
+    assert_eq!(
+        (page.limit, page.cursor.as_deref()),
+        (Some(2), Some("usr_x"))
+    );
+    parse(&["keys", "list", "--user", "usr_x", "--json"]);
+    parse(&["members", "list", "--database", "db_x"]);
+    refused(&["keys", "list"]);
+    refused(&["members", "list"]);
+
+    let cli = parse(&[
+        "databases",
+        "list",
+        "--shard",
+        "s1",
+        "--state",
+        "active",
+        "--limit",
+        "10",
+    ]);
+    let Command::Databases(DatabasesCmd::List { shard, state, page }) = cli.command else {
+        panic!("databases list")
+    };
+    assert_eq!(
+        (shard.as_deref(), state.as_deref(), page.limit),
+        (Some("s1"), Some("active"), Some(10))
+    );
+    refused(&["databases", "list", "--state", "gone"]);
+
+    let cli = parse(&[
+        "moves",
+        "list",
+        "--shard",
+        "s1",
+        "--state",
+        "unfinished",
+        "--batch",
+        "reb_x",
+        "--database",
+        "db_x",
+        "--limit",
+        "1000",
+    ]);
+    let Command::Moves(MovesCmd::List {
+        shard,
+        state,
+        batch,
+        database,
+        page,
+    }) = cli.command
+    else {
+        panic!("moves list")
+    };
+    assert_eq!(shard.as_deref(), Some("s1"));
+    assert_eq!(state.as_deref(), Some("unfinished"));
+    assert_eq!(batch.as_deref(), Some("reb_x"));
+    assert_eq!(database.as_deref(), Some("db_x"));
+    assert_eq!(page.limit, Some(1000));
+    refused(&["moves", "list", "--state", "running"]);
+    refused(&["moves", "list", "--limit", "0"]);
+    refused(&["moves", "list", "--limit", "1001"]);
+}
+
+#[test]
+fn wait_takes_a_timeout_and_dry_runs_exclude_waiting() {
+    let cli = parse(&["move", "db_x", "--to", "s2", "--wait", "--timeout", "90s"]);
+    let Command::Move(args) = cli.command else {
+        panic!("move")
+    };
+    assert_eq!(
+        args.waiting.timeout,
+        Some(std::time::Duration::from_secs(90))
+    );
+    let cli = parse(&["shards", "drain", "s1", "--wait", "--timeout", "250ms"]);
+    let Command::Shards(ShardsCmd::Drain { waiting, .. }) = cli.command else {
+        panic!("drain")
+    };
+    assert_eq!(waiting.timeout, Some(std::time::Duration::from_millis(250)));
+    parse(&["rebalance", "--wait", "--timeout", "5m"]);
+    parse(&["move", "db_x", "--to", "s2", "--dry-run"]);
+    parse(&["shards", "drain", "s1", "--dry-run", "--json"]);
+    for bad in [
+        &["move", "db_x", "--to", "s2", "--timeout", "5s"][..],
+        &["move", "db_x", "--to", "s2", "--wait", "--timeout", "0s"][..],
+        &["move", "db_x", "--to", "s2", "--wait", "--timeout", "soon"][..],
+        &["move", "db_x", "--to", "s2", "--wait", "--dry-run"][..],
+        &["shards", "drain", "s1", "--wait", "--dry-run"][..],
+        &["rebalance", "--abort", "--dry-run"][..],
+    ] {
+        let e = refused(bad);
+        assert_eq!(e.exit_code(), exit::Exit::Usage.code(), "{bad:?}");
+    }
+}
+
+#[test]
+fn moves_abort_takes_one_id_a_batch_or_all() {
+    let cli = parse(&["moves", "abort", "mov_x"]);
+    assert!(matches!(
+        cli.command,
+        Command::Moves(MovesCmd::Abort {
+            id: Some(_),
+            batch: None,
+            all: false
+        })
+    ));
+    parse(&["moves", "abort", "--batch", "reb_x"]);
+    parse(&["moves", "abort", "--all", "--json"]);
+    parse(&["rebalance", "--abort"]);
+    refused(&["moves", "abort"]);
+    refused(&["moves", "abort", "mov_x", "--all"]);
+}
+
+#[test]
+fn connection_settings_come_from_flags_or_the_environment_and_show_in_help() {
+    use clap::CommandFactory;
+    let cli = parse(&["users", "list", "--server", "http://cp:1", "--token", "t"]);
+    assert_eq!(cli.connection.control_plane_url, "http://cp:1");
+    assert_eq!(cli.connection.control_plane_token.as_deref(), Some("t"));
+    let help = Cli::command().render_long_help().to_string();
+    assert!(help.contains("CONTROL_PLANE_URL"), "{help}");
+    assert!(help.contains("CONTROL_PLANE_TOKEN"), "{help}");
+    assert!(help.contains("Exit codes"), "{help}");
+    let mut cmd = Cli::command();
+    cmd.build();
+    let sub = cmd
+        .find_subcommand_mut("moves")
+        .expect("moves")
+        .render_long_help()
+        .to_string();
+    assert!(sub.contains("CONTROL_PLANE_TOKEN"), "{sub}");
+}
+
+#[test]
+fn the_cli_definition_is_consistent() {
+    use clap::CommandFactory;
+    Cli::command().debug_assert();
 }

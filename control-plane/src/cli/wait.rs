@@ -11,6 +11,8 @@ use cluster_protocol::control::client::{ClientError, ControlPlaneClient};
 use cluster_protocol::control::Move;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
+use super::exit::CliError;
+
 /// How often a waiting command asks the control plane again.
 pub const POLL: Duration = Duration::from_millis(200);
 /// Unfinished moves read per poll: the first ones in order, which are the
@@ -123,23 +125,80 @@ pub async fn poll_round(
     Ok(())
 }
 
-/// Polls until every move is `done` or `aborted`; returns them in that state.
+/// When `--wait` gives up (`--timeout`), if ever.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline {
+    at: Option<Instant>,
+    after: Option<Duration>,
+}
+
+impl Deadline {
+    /// `timeout` from now (`None`: never).
+    pub fn after(timeout: Option<Duration>) -> Self {
+        Self {
+            at: timeout.map(|t| Instant::now() + t),
+            after: timeout,
+        }
+    }
+
+    pub fn passed(&self) -> bool {
+        self.at.is_some_and(|at| Instant::now() >= at)
+    }
+
+    /// The timed-out error for `unfinished` moves still under way.
+    pub fn error(&self, unfinished: &[&Move]) -> CliError {
+        let ids: Vec<String> = unfinished
+            .iter()
+            .map(|m| format!("{} ({})", m.id, m.state.as_str()))
+            .collect();
+        let after = self
+            .after
+            .map(|d| format!(" after {}", humantime(d)))
+            .unwrap_or_default();
+        CliError::timed_out(format!(
+            "timed out{after}: still under way, and left running: {}; watch with `control-plane moves show ID` or stop with `control-plane moves abort ID`",
+            ids.join(", ")
+        ))
+    }
+}
+
+fn humantime(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
+/// Polls until every move is `done` or `aborted`, or `deadline` passes;
+/// returns them as they stand, with the timed-out error in the latter case.
 pub async fn until_finished(
     c: &ControlPlaneClient,
     mut moves: Vec<Move>,
     progress: &mut Progress,
-) -> anyhow::Result<Vec<Move>> {
+    deadline: Deadline,
+) -> anyhow::Result<(Vec<Move>, Option<CliError>)> {
     for m in &moves {
         progress.show(m);
     }
     while moves.iter().any(|m| !m.state.is_finished()) {
+        if deadline.passed() {
+            let left: Vec<&Move> = moves.iter().filter(|m| !m.state.is_finished()).collect();
+            let e = deadline.error(&left);
+            return Ok((moves, Some(e)));
+        }
         tokio::time::sleep(POLL).await;
         poll_round(c, &mut moves, progress).await?;
     }
-    Ok(moves)
+    Ok((moves, None))
 }
 
-/// The failure to report when some of `moves` ended aborted.
+/// The aborted error to report when some of `moves` ended aborted.
+pub fn aborted(moves: &[Move]) -> Option<CliError> {
+    aborted_reason(moves).map(CliError::aborted)
+}
+
+/// The reason to report when some of `moves` ended aborted.
 pub fn aborted_reason(moves: &[Move]) -> Option<String> {
     let aborted: Vec<String> = moves
         .iter()

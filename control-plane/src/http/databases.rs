@@ -1,27 +1,18 @@
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use cluster_protocol::control::{
-    AllocateRequest, Allocation, DatabaseInfo, DatabaseList, Ok as OkReply, Placement,
-    PlacementLookup, Placements,
+    AllocateRequest, Allocation, DatabaseFilter, DatabaseInfo, DatabaseList, Ok as OkReply,
+    Placement, PlacementLookup, Placements,
 };
-use serde::Deserialize;
 
 use crate::error::{ApiResult, Body};
 use crate::{service, AppState};
 
-#[derive(Deserialize)]
-pub struct ListQuery {
-    shard: Option<String>,
-}
-
 pub async fn list(
     State(state): State<AppState>,
-    Query(q): Query<ListQuery>,
+    Query(filter): Query<DatabaseFilter>,
 ) -> ApiResult<Json<DatabaseList>> {
-    let shard = q.shard.as_deref().filter(|s| !s.is_empty());
-    Ok(Json(DatabaseList {
-        databases: service::databases::list(&state, shard).await?,
-    }))
+    Ok(Json(service::databases::list(&state, &filter).await?))
 }
 
 pub async fn show(

@@ -1,8 +1,8 @@
 //! `/internal/moves`: create, list, show and abort database moves.
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::Json;
-use cluster_protocol::control::{CreateMove, Move, MoveList};
+use cluster_protocol::control::{CreateMove, Move, MoveFilter, MoveList};
 
 use crate::error::{ApiResult, Body};
 use crate::{service, AppState};
@@ -14,10 +14,11 @@ pub async fn create(
     Ok(Json(service::moves::create(&state, &req).await?))
 }
 
-pub async fn list(State(state): State<AppState>) -> ApiResult<Json<MoveList>> {
-    Ok(Json(MoveList {
-        moves: service::moves::list(&state).await?,
-    }))
+pub async fn list(
+    State(state): State<AppState>,
+    Query(filter): Query<MoveFilter>,
+) -> ApiResult<Json<MoveList>> {
+    Ok(Json(service::moves::list_where(&state, &filter).await?))
 }
 
 pub async fn show(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Move>> {

@@ -1,6 +1,6 @@
 use axum::extract::{Path, State};
 use axum::Json;
-use cluster_protocol::control::{AddShard, DrainReply, Shard, ShardList};
+use cluster_protocol::control::{AddShard, DrainReply, DrainRequest, Shard, ShardList};
 
 use crate::error::{ApiResult, Body};
 use crate::{service, AppState};
@@ -21,8 +21,9 @@ pub async fn add(
 pub async fn drain(
     State(state): State<AppState>,
     Path(name): Path<String>,
+    Body(req): Body<DrainRequest>,
 ) -> ApiResult<Json<DrainReply>> {
-    Ok(Json(service::shards::drain(&state, &name).await?))
+    Ok(Json(service::shards::drain(&state, &name, &req).await?))
 }
 
 pub async fn activate(

@@ -1,6 +1,6 @@
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::Json;
-use cluster_protocol::control::{CreateUser, User, UserAccess};
+use cluster_protocol::control::{CreateUser, KeyList, Page, User, UserAccess, UserList};
 
 use crate::error::{ApiResult, Body};
 use crate::{service, AppState};
@@ -10,6 +10,20 @@ pub async fn create(
     Body(req): Body<CreateUser>,
 ) -> ApiResult<Json<User>> {
     Ok(Json(service::users::create(&state, req).await?))
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    Query(page): Query<Page>,
+) -> ApiResult<Json<UserList>> {
+    Ok(Json(service::users::list(&state, &page).await?))
+}
+
+pub async fn keys(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<KeyList>> {
+    Ok(Json(service::users::keys_of(&state, &id).await?))
 }
 
 pub async fn access(

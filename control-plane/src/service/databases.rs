@@ -3,7 +3,8 @@
 
 use anyhow::Context;
 use cluster_protocol::control::{
-    Allocation, DatabaseInfo, DatabaseState, Placement, Role, ShardRef,
+    Allocation, DatabaseFilter, DatabaseInfo, DatabaseList, DatabaseState, Placement, Role,
+    ShardRef,
 };
 use cluster_protocol::ids;
 
@@ -156,15 +157,42 @@ pub async fn reaper_loop(state: AppState, interval: std::time::Duration) {
     }
 }
 
-/// Every database by position, or those on `shard` (404 for an unknown shard).
-pub async fn list(state: &AppState, shard: Option<&str>) -> ApiResult<Vec<DatabaseInfo>> {
+/// Databases by position matching `filter` (404 for an unknown shard),
+/// one page of them when it has a `limit` (see `moves::list_where`).
+pub async fn list(state: &AppState, filter: &DatabaseFilter) -> ApiResult<DatabaseList> {
+    let limit = super::moves::page_limit(filter.limit)?;
+    let shard = filter.shard.as_deref().filter(|s| !s.is_empty());
+    let wanted = match filter.state.as_deref().filter(|s| !s.is_empty()) {
+        None => None,
+        Some("creating") => Some(DatabaseState::Creating),
+        Some("active") => Some(DatabaseState::Active),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "state must be creating or active, not {other:?}."
+            )))
+        }
+    };
     let client = state.session().await?;
     if let Some(name) = shard {
         if shards::get(&**client, name).await?.is_none() {
             return Err(ApiError::not_found(format!("Unknown shard {name}.")));
         }
     }
-    Ok(databases::list(&**client, shard).await?)
+    let after = match filter.cursor.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(cursor) => Some(
+            databases::get(&**client, cursor)
+                .await?
+                .ok_or_else(|| ApiError::bad_request(format!("Unknown cursor {cursor:?}.")))?
+                .position,
+        ),
+    };
+    let mut found = databases::list(&**client, shard, wanted, after, limit.map(|n| n + 1)).await?;
+    let next_cursor = super::moves::cut_page(&mut found, limit, |d| d.id.clone());
+    Ok(DatabaseList {
+        databases: found,
+        next_cursor,
+    })
 }
 
 pub async fn show(state: &AppState, id: &str) -> ApiResult<DatabaseInfo> {

@@ -2,7 +2,9 @@
 //! move, listing, showing and aborting. The mover (`crate::mover`) drives
 //! recorded moves through their states.
 
-use cluster_protocol::control::{CreateMove, DatabaseState, Move, MoveState, ShardState};
+use cluster_protocol::control::{
+    CreateMove, DatabaseState, Move, MoveFilter, MoveList, MoveState, ShardState,
+};
 use cluster_protocol::ids::{self, Kind};
 
 use super::unknown_database;
@@ -30,7 +32,18 @@ fn checked_ms(value: Option<i64>, default: i64, max: i64, what: &str) -> ApiResu
 }
 
 /// Validates and records a move (`pending`); refused input changes nothing.
+/// With `dry_run` every check runs (the insert too, rolled back) and the
+/// move is answered as it would have been recorded.
 pub async fn create(state: &AppState, req: &CreateMove) -> ApiResult<Move> {
+    create_in_batch(state, req, None).await
+}
+
+/// [`create`], recording the rebalance or drain that starts the move.
+pub async fn create_in_batch(
+    state: &AppState,
+    req: &CreateMove,
+    batch: Option<&str>,
+) -> ApiResult<Move> {
     let knobs = &state.moves;
     let budget = checked_ms(
         req.pause_budget_ms,
@@ -88,6 +101,7 @@ pub async fn create(state: &AppState, req: &CreateMove) -> ApiResult<Move> {
         to: &target.name,
         pause_budget_ms: budget,
         step_delay_ms: step_delay,
+        batch,
     };
     let Some(row) = moves::insert(&*tx, &new).await? else {
         return Err(ApiError::conflict(format!(
@@ -95,19 +109,98 @@ pub async fn create(state: &AppState, req: &CreateMove) -> ApiResult<Move> {
             db.id
         )));
     };
+    if req.dry_run {
+        tx.rollback().await?;
+        return Ok(row.api);
+    }
     tx.commit().await?;
     state.mover_wake.notify_one();
     Ok(row.api)
 }
 
-/// Every move, newest first.
-pub async fn list(state: &AppState) -> ApiResult<Vec<Move>> {
+/// The largest page `GET /internal/moves` (and the other paged lists) serve.
+pub const MAX_PAGE: u32 = 1000;
+
+/// A page's `limit`, checked: 1 to [`MAX_PAGE`].
+pub fn page_limit(limit: Option<u32>) -> ApiResult<Option<i64>> {
+    match limit {
+        None => Ok(None),
+        Some(n) if (1..=MAX_PAGE).contains(&n) => Ok(Some(i64::from(n))),
+        Some(_) => Err(ApiError::bad_request(format!(
+            "limit must be between 1 and {MAX_PAGE}."
+        ))),
+    }
+}
+
+/// The states a `state` filter keeps: one state, or `unfinished`.
+pub fn states_of(filter: Option<&str>) -> ApiResult<Vec<&'static str>> {
+    match filter {
+        None => Ok(Vec::new()),
+        Some("unfinished") => Ok(MoveState::ALL
+            .into_iter()
+            .filter(|s| !s.is_finished())
+            .map(MoveState::as_str)
+            .collect()),
+        Some(raw) => MoveState::parse(raw)
+            .map(|s| vec![s.as_str()])
+            .ok_or_else(|| {
+                let names: Vec<&str> = MoveState::ALL.into_iter().map(MoveState::as_str).collect();
+                ApiError::bad_request(format!(
+                    "state must be unfinished or one of {}.",
+                    names.join(", ")
+                ))
+            }),
+    }
+}
+
+/// The moves matching `filter`, newest first, one page of them when it
+/// has a `limit` (then `next_cursor` names the last one if more follow).
+pub async fn list_where(state: &AppState, filter: &MoveFilter) -> ApiResult<MoveList> {
+    let limit = page_limit(filter.limit)?;
+    let states = states_of(filter.state.as_deref())?;
     let client = state.session().await?;
-    Ok(moves::list(&**client)
+    let after = match filter.cursor.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(cursor) => {
+            let m = moves::get(&**client, cursor)
+                .await?
+                .ok_or_else(|| ApiError::bad_request(format!("Unknown cursor {cursor:?}.")))?;
+            Some((m.api.created_at, m.api.id))
+        }
+    };
+    let q = moves::MoveQuery {
+        shard: filter.shard.as_deref().filter(|s| !s.is_empty()),
+        states: &states,
+        database: filter.database.as_deref().filter(|s| !s.is_empty()),
+        batch: filter.batch.as_deref().filter(|s| !s.is_empty()),
+        after,
+        limit: limit.map(|n| n + 1),
+    };
+    let mut found: Vec<Move> = moves::list_where(&**client, &q)
         .await?
         .into_iter()
         .map(|m| m.api)
-        .collect())
+        .collect();
+    let next_cursor = cut_page(&mut found, limit, |m| m.id.clone());
+    Ok(MoveList {
+        moves: found,
+        next_cursor,
+    })
+}
+
+/// Cuts a page read with one item past `limit` back to `limit`; the
+/// cursor of its last item when there was more.
+pub fn cut_page<T>(
+    items: &mut Vec<T>,
+    limit: Option<i64>,
+    id: impl Fn(&T) -> String,
+) -> Option<String> {
+    let limit = usize::try_from(limit?).ok()?;
+    if items.len() <= limit {
+        return None;
+    }
+    items.truncate(limit);
+    items.last().map(id)
 }
 
 pub async fn show(state: &AppState, id: &str) -> ApiResult<Move> {

@@ -1,12 +1,13 @@
 //! The shard registry.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
-use cluster_protocol::control::{AddShard, DrainReply, Shard, ShardState};
+use cluster_protocol::control::{AddShard, DrainReply, DrainRequest, Shard, ShardState};
 
 use super::planner::{self, ShardLoad};
 use super::rebalance;
-use crate::catalog::{load, shards};
+use crate::catalog::{databases, load, shards};
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
 
@@ -40,9 +41,60 @@ fn validate(req: &AddShard) -> ApiResult<i32> {
     }
 }
 
+/// Every shard with its database count and, when its PostgreSQL answers
+/// within [`SIZE_TIMEOUT`], the size of its database.
 pub async fn list(state: &AppState) -> ApiResult<Vec<Shard>> {
     let client = state.session().await?;
-    Ok(shards::list(&**client).await?)
+    let mut list = shards::list(&**client).await?;
+    let counts: HashMap<String, i64> = databases::count_by_shard(&**client)
+        .await?
+        .into_iter()
+        .collect();
+    drop(client);
+    // All shards at once: one that does not answer costs SIZE_TIMEOUT, not one each.
+    let mut reads = tokio::task::JoinSet::new();
+    for (i, shard) in list.iter().enumerate() {
+        let (state, shard) = (state.clone(), shard.clone());
+        reads.spawn(async move { (i, database_size(&state, &shard).await) });
+    }
+    while let Some(read) = reads.join_next().await {
+        if let Ok((i, bytes)) = read {
+            if let Some(shard) = list.get_mut(i) {
+                shard.bytes = bytes;
+            }
+        }
+    }
+    for shard in &mut list {
+        shard.databases = Some(counts.get(&shard.name).copied().unwrap_or(0));
+    }
+    Ok(list)
+}
+
+/// How long `shards list` waits for one shard's size.
+const SIZE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `pg_database_size` of the shard's database (one catalog lookup and a
+/// directory walk on the shard), read as the mover's administrator;
+/// `None` (logged) when the shard does not answer in time.
+async fn database_size(state: &AppState, shard: &Shard) -> Option<i64> {
+    let read = async {
+        let admin = crate::mover::admin::connect(shard, &state.moves).await?;
+        let row = admin
+            .query_one("SELECT pg_database_size(current_database())", &[])
+            .await?;
+        anyhow::Ok(row.try_get::<_, i64>(0)?)
+    };
+    match tokio::time::timeout(SIZE_TIMEOUT, read).await {
+        Ok(Ok(bytes)) => Some(bytes),
+        Ok(Err(e)) => {
+            tracing::debug!(shard = %shard.name, error = format!("{e:#}"), "shard size unreadable");
+            None
+        }
+        Err(_) => {
+            tracing::debug!(shard = %shard.name, "shard size timed out");
+            None
+        }
+    }
 }
 
 pub async fn add(state: &AppState, mut req: AddShard) -> ApiResult<Shard> {
@@ -59,22 +111,40 @@ pub async fn add(state: &AppState, mut req: AddShard) -> ApiResult<Shard> {
 /// loaded active shard (databases per unit of weight, a moving database
 /// counted at its destination). Refused, changing nothing, for an unknown
 /// shard and when no other shard is active. Draining a draining shard again
-/// starts moves for what is left on it.
-pub async fn drain(state: &AppState, name: &str) -> ApiResult<DrainReply> {
+/// starts moves for what is left on it. With `dry_run` the same checks
+/// and plan, and nothing changes (`plan` holds the moves it would start).
+pub async fn drain(state: &AppState, name: &str, req: &DrainRequest) -> ApiResult<DrainReply> {
     let mut planning = state.session().await?;
     let planning = planning.transaction().await?;
     load::lock_planning(&*planning).await?;
     // Committed at once (its own connection), so no row lock of ours is
     // held while the moves are created.
     let client = state.session().await?;
-    let Some(shard) = shards::start_draining(&**client, name).await? else {
-        return Err(match shards::get(&**client, name).await? {
-            None => unknown_shard(name),
-            Some(_) => ApiError::conflict(format!(
-                "Shard {name} cannot be drained: no other shard is active to take its \
-                 databases (it is the last active shard). Add or activate another shard first."
-            )),
-        });
+    let last_active = || {
+        ApiError::conflict(format!(
+            "Shard {name} cannot be drained: no other shard is active to take its \
+             databases (it is the last active shard). Add or activate another shard first."
+        ))
+    };
+    let shard = if req.dry_run {
+        let shard = shards::get(&**client, name)
+            .await?
+            .ok_or_else(|| unknown_shard(name))?;
+        let others = shards::active(&**client).await?;
+        if !others.iter().any(|s| s.name != name) {
+            return Err(last_active());
+        }
+        shard
+    } else {
+        match shards::start_draining(&**client, name).await? {
+            Some(shard) => shard,
+            None => {
+                return Err(match shards::get(&**client, name).await? {
+                    None => unknown_shard(name),
+                    Some(_) => last_active(),
+                })
+            }
+        }
     };
     drop(client);
     let loads: Vec<ShardLoad> = shards::list(&*planning)
@@ -89,9 +159,22 @@ pub async fn drain(state: &AppState, name: &str) -> ApiResult<DrainReply> {
         .collect();
     let settled = load::settled_on(&*planning, name).await?;
     let plan = planner::drain_targets(&loads, counts, name, &settled);
-    let moves = rebalance::start_moves(state, &plan).await?;
+    if req.dry_run {
+        return Ok(DrainReply {
+            shard,
+            moves: Vec::new(),
+            plan: Some(plan),
+            batch: None,
+        });
+    }
+    let (batch, moves) = rebalance::start_batch(state, &plan, rebalance::DRAIN_BATCH).await?;
     planning.commit().await?;
-    Ok(DrainReply { shard, moves })
+    Ok(DrainReply {
+        shard,
+        moves,
+        plan: Some(plan),
+        batch,
+    })
 }
 
 /// Makes a shard eligible for new databases again.

@@ -1,7 +1,7 @@
 //! Creating, suspending and unsuspending users.
 
 use anyhow::Context;
-use cluster_protocol::control::{CreateUser, User};
+use cluster_protocol::control::{CreateUser, KeyList, Page, User, UserList};
 use cluster_protocol::ids::{self, Kind};
 
 use super::{redis_refused, unknown_user};
@@ -44,6 +44,39 @@ pub async fn create(state: &AppState, req: CreateUser) -> ApiResult<User> {
         .await?
         .ok_or_else(|| ApiError::conflict(format!("A user with email {email} already exists.")))?;
     Ok(row.user)
+}
+
+/// Users oldest first, one page of them when `page` has a limit.
+pub async fn list(state: &AppState, page: &Page) -> ApiResult<UserList> {
+    let limit = super::moves::page_limit(page.limit)?;
+    let client = state.session().await?;
+    let cursor = page.cursor.as_deref().filter(|c| !c.is_empty());
+    if let Some(cursor) = cursor {
+        if users::get(&**client, cursor).await?.is_none() {
+            return Err(ApiError::bad_request(format!("Unknown cursor {cursor:?}.")));
+        }
+    }
+    let mut found: Vec<User> = users::list(&**client, cursor, limit.map(|n| n + 1))
+        .await?
+        .into_iter()
+        .map(|r| r.user)
+        .collect();
+    let next_cursor = super::moves::cut_page(&mut found, limit, |u| u.id.clone());
+    Ok(UserList {
+        users: found,
+        next_cursor,
+    })
+}
+
+/// The user's keys, oldest first (404 for an unknown user).
+pub async fn keys_of(state: &AppState, id: &str) -> ApiResult<KeyList> {
+    let client = state.session().await?;
+    if users::get(&**client, id).await?.is_none() {
+        return Err(unknown_user(id));
+    }
+    Ok(KeyList {
+        keys: keys::of_user(&**client, id).await?,
+    })
 }
 
 /// Suspends or unsuspends a user. Suspension clears the liveness of every

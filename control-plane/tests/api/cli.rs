@@ -53,7 +53,10 @@ async fn operator_cli() {
     )
     .await;
     assert!(ok);
-    assert_eq!(one_json(&out), serde_json::json!({"ok": true}));
+    let updated = one_json(&out);
+    assert_eq!(updated["id"], key_id.as_str());
+    assert_eq!(updated["databases"], "all");
+    assert_eq!(updated["access"], "read_only");
     let (ok, out, _) = cli(
         &app,
         &[
@@ -81,7 +84,10 @@ async fn operator_cli() {
     assert!(ok && out.contains(&user_id));
     let (ok, out, _) = cli(&app, &["keys", "revoke", &key_id, "--json"]).await;
     assert!(ok);
-    assert_eq!(one_json(&out), serde_json::json!({"ok": true}));
+    assert_eq!(
+        one_json(&out),
+        serde_json::json!({"id": key_id, "revoked": true})
+    );
 
     let (ok, out, err) = cli(&app, &["keys", "revoke", &key_id, "--json"]).await;
     assert!(!ok && out.is_empty() && !err.is_empty());

@@ -16,6 +16,7 @@ mod keys;
 mod members;
 mod metrics;
 mod moves;
+mod operator_cli;
 mod pg_tls;
 mod replication_secret;
 mod scale_cli;

@@ -428,7 +428,10 @@ async fn operator_cli_members_keep_their_behaviour() {
         )
         .await;
         assert!(ok, "{err}");
-        assert_eq!(one_json(&out), serde_json::json!({"ok": true}));
+        assert_eq!(
+            one_json(&out),
+            serde_json::json!({"database_id": db, "user_id": guest, "role": role})
+        );
         let role_now = app.client.user_access(&guest).await.unwrap().role_in(&db);
         assert_eq!(role_now, Role::parse(role));
     }
@@ -446,7 +449,10 @@ async fn operator_cli_members_keep_their_behaviour() {
     )
     .await;
     assert!(ok, "{err}");
-    assert_eq!(one_json(&out), serde_json::json!({"ok": true}));
+    assert_eq!(
+        one_json(&out),
+        serde_json::json!({"database_id": db, "user_id": owner, "removed": true})
+    );
     let left = app.client.members(&db).await.unwrap().members;
     assert_eq!(left.len(), 1);
     assert_eq!(

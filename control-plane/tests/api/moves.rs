@@ -12,6 +12,7 @@ fn req(database_id: &str, to: &str) -> CreateMove {
         to: to.into(),
         pause_budget_ms: None,
         step_delay_ms: None,
+        dry_run: false,
     }
 }
 

@@ -27,6 +27,8 @@ async fn encrypted(tls: PgTls) -> anyhow::Result<bool> {
         postgres: test_url(),
         weight: 100,
         state: ShardState::Active,
+        databases: None,
+        bytes: None,
     };
     let knobs = MoveConfig {
         pg_tls: tls,

@@ -176,6 +176,13 @@ impl ControlPlaneClient {
         let req = self.http.get(&url);
         self.send(reqwest::Method::GET, url, req).await
     }
+    async fn get_query<Q: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &Q,
+    ) -> Result<T, ClientError> {
+        self.send(self.http.get(self.url(path)).query(query)).await
+    }
     async fn post<B: Serialize, T: DeserializeOwned>(
         &self,
         path: &str,
@@ -267,6 +274,12 @@ impl ControlPlaneClient {
             &serde_json::json!({}),
         )
         .await
+    }
+    pub async fn users(&self, page: &Page) -> Result<UserList, ClientError> {
+        self.get_query("/internal/users", page).await
+    }
+    pub async fn user_keys(&self, user_id: &str) -> Result<KeyList, ClientError> {
+        self.get(&format!("/internal/users/{user_id}/keys")).await
     }
     pub async fn create_key(&self, req: &CreateKey) -> Result<CreatedKey, ClientError> {
         self.post("/internal/keys", req).await
@@ -362,11 +375,15 @@ impl ControlPlaneClient {
         self.post("/internal/shards", req).await
     }
     pub async fn drain_shard(&self, name: &str) -> Result<DrainReply, ClientError> {
-        self.post(
-            &format!("/internal/shards/{name}/drain"),
-            &serde_json::json!({}),
-        )
-        .await
+        self.drain_shard_with(name, &DrainRequest::default()).await
+    }
+    pub async fn drain_shard_with(
+        &self,
+        name: &str,
+        req: &DrainRequest,
+    ) -> Result<DrainReply, ClientError> {
+        self.post(&format!("/internal/shards/{name}/drain"), req)
+            .await
     }
     pub async fn activate_shard(&self, name: &str) -> Result<Shard, ClientError> {
         self.post(
@@ -382,6 +399,9 @@ impl ControlPlaneClient {
     }
     pub async fn moves(&self) -> Result<MoveList, ClientError> {
         self.get("/internal/moves").await
+    }
+    pub async fn moves_where(&self, filter: &MoveFilter) -> Result<MoveList, ClientError> {
+        self.get_query("/internal/moves", filter).await
     }
     pub async fn get_move(&self, id: &str) -> Result<Move, ClientError> {
         self.get(&format!("/internal/moves/{id}")).await
@@ -405,6 +425,12 @@ impl ControlPlaneClient {
             }
             None => self.get("/internal/databases").await,
         }
+    }
+    pub async fn databases_where(
+        &self,
+        filter: &DatabaseFilter,
+    ) -> Result<DatabaseList, ClientError> {
+        self.get_query("/internal/databases", filter).await
     }
     pub async fn database(&self, database_id: &str) -> Result<DatabaseInfo, ClientError> {
         self.get(&format!("/internal/databases/{database_id}"))

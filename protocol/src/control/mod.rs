@@ -17,10 +17,12 @@
 //! | POST `/internal/databases/allocate` | [`AllocateRequest`] | [`Allocation`] (400 over the cap) |
 //! | POST `/internal/databases/{id}/confirm` | | `{ok:true}` |
 //! | POST `/internal/databases/{id}/release` | | `{ok:true}` |
-//! | GET `/internal/databases?shard=N` | | [`DatabaseList`] |
+//! | GET `/internal/databases` | query [`DatabaseFilter`] | [`DatabaseList`] |
 //! | GET `/internal/databases/{id}` | | [`DatabaseInfo`] |
 //! | POST `/internal/users` | [`CreateUser`] | [`User`] |
+//! | GET `/internal/users` | query [`Page`] | [`UserList`] |
 //! | POST `/internal/users/{id}/suspend` and `/unsuspend` | | [`User`] |
+//! | GET `/internal/users/{id}/keys` | | [`KeyList`] (404 unknown user) |
 //! | POST `/internal/keys` | [`CreateKey`] | [`CreatedKey`] |
 //! | PATCH `/internal/keys/{id}` | [`UpdateKey`] | [`KeyInfo`] |
 //! | DELETE `/internal/keys/{id}` | | `{ok:true}` |
@@ -39,12 +41,12 @@
 //! anyone an owner (no key may), keeps at least one owner (409), and
 //! invalidates like `/internal/members`, which is the operator's route and
 //! has none of these rules.
-//! | GET `/internal/shards` | | [`ShardList`] |
+//! | GET `/internal/shards` | | [`ShardList`] (with `databases` and `bytes`) |
 //! | POST `/internal/shards` | [`AddShard`] | [`Shard`] |
-//! | POST `/internal/shards/{name}/drain` | | [`DrainReply`] (starts the moves off it) |
+//! | POST `/internal/shards/{name}/drain` | [`DrainRequest`] | [`DrainReply`] (starts the moves off it) |
 //! | POST `/internal/shards/{name}/activate` | | [`Shard`] |
 //! | POST `/internal/moves` | [`CreateMove`] | [`Move`] (400/404/409 refused, nothing changed) |
-//! | GET `/internal/moves` | | [`MoveList`] (newest first) |
+//! | GET `/internal/moves` | query [`MoveFilter`] | [`MoveList`] (newest first) |
 //! | GET `/internal/moves/{id}` | | [`Move`] |
 //! | POST `/internal/moves/{id}/abort` | | [`Move`] (409 when already finished or switched over) |
 //! | POST `/internal/rebalance` | [`RebalanceRequest`] | [`RebalanceReply`] |
@@ -361,6 +363,13 @@ pub struct Shard {
     pub postgres: String,
     pub weight: u32,
     pub state: ShardState,
+    /// Databases placed on the shard (`GET /internal/shards` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub databases: Option<i64>,
+    /// Size of the shard's PostgreSQL database (`pg_database_size`), when
+    /// the control plane could read it in time (`GET /internal/shards` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<i64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -442,9 +451,40 @@ pub struct DatabaseInfo {
     pub created_at: chrono::DateTime<chrono::Utc>,
 }
 
+/// `GET /internal/databases` by position; `next_cursor` as in [`MoveList`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DatabaseList {
     pub databases: Vec<DatabaseInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// The filters and page of `GET /internal/databases` (query string).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DatabaseFilter {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    /// `creating` or `active`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// `GET /internal/users`, oldest first; `next_cursor` as in [`MoveList`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct UserList {
+    pub users: Vec<User>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// `GET /internal/users/{id}/keys`: the user's keys, oldest first.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KeyList {
+    pub keys: Vec<KeyInfo>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -102,6 +102,10 @@ pub struct Move {
     #[serde(default)]
     pub progress: MoveProgress,
     pub finished_at: Option<DateTime<Utc>>,
+    /// The rebalance (`reb_...`) or drain (`drn_...`) that started the
+    /// move; absent for a move started on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<String>,
 }
 
 /// `POST /internal/moves`
@@ -118,12 +122,50 @@ pub struct CreateMove {
     /// state (the CLI's hidden `--step-delay-ms`). Overrides `MOVE_STEP_DELAY_MS`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_delay_ms: Option<i64>,
+    /// Validate and answer the move as it would be recorded, recording
+    /// nothing (`move --dry-run`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
 }
 
-/// `GET /internal/moves` (newest first).
+/// `GET /internal/moves` (newest first). `next_cursor` is set when a
+/// `limit` cut the list short: pass it as `cursor` for the next page.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MoveList {
     pub moves: Vec<Move>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// The filters and page of `GET /internal/moves` (query string), all optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MoveFilter {
+    /// Moves from or to this shard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    /// A move state, or `unfinished` (neither `done` nor `aborted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Moves of this database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<String>,
+    /// Moves started by this rebalance or drain (`reb_...`, `drn_...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// A page of a list: at most `limit` items after the item `cursor` names
+/// (the previous page's `next_cursor`). No limit: the whole list.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Page {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
 }
 
 /// One move of a rebalance plan.
@@ -149,6 +191,22 @@ pub struct RebalanceReply {
     pub moves: Vec<PlannedMove>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started: Option<Vec<Move>>,
+    /// The batch id recorded on the started moves (`moves abort --batch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<String>,
+}
+
+/// The prefix of a rebalance's batch id ([`Move::batch`]).
+pub const REBALANCE_BATCH_PREFIX: &str = "reb_";
+/// The prefix of a drain's batch id.
+pub const DRAIN_BATCH_PREFIX: &str = "drn_";
+
+/// `POST /internal/shards/{name}/drain` (an empty body is a real drain).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DrainRequest {
+    /// Answer the plan only; the shard stays as it is and no move starts.
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 /// The reply of `POST /internal/shards/{name}/drain`: the shard (now
@@ -158,4 +216,10 @@ pub struct DrainReply {
     #[serde(flatten)]
     pub shard: Shard,
     pub moves: Vec<Move>,
+    /// The planned moves (with `dry_run`, the only answer: `moves` is empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Vec<PlannedMove>>,
+    /// The batch id recorded on the started moves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<String>,
 }
