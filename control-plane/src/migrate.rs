@@ -19,6 +19,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "moves",
         sql: include_str!("../migrations/0002_moves.sql"),
     },
+    Migration {
+        number: 3,
+        name: "quotas",
+        sql: include_str!("../migrations/0003_quotas.sql"),
+    },
 ];
 
 /// The control plane's catalog: its lock id ("cpmigrat" as bytes) and list.

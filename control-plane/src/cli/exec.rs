@@ -81,6 +81,8 @@ async fn run(command: Command) -> anyhow::Result<Output> {
         Command::Support(cmd) => support(&client()?, cmd).await,
         Command::Shards(cmd) => shards(&client()?, cmd).await,
         Command::Databases(cmd) => databases(&client()?, cmd).await,
+        Command::Quotas(cmd) => quotas::quotas(&client()?, cmd).await,
+        Command::Usage(args) => usage::usage(&client()?, args).await,
     }
 }
 

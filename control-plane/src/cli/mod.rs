@@ -5,7 +5,9 @@
 mod dsn;
 mod exec;
 mod moves;
+mod quotas;
 mod table;
+mod usage;
 mod wait;
 
 pub use exec::execute;
@@ -69,6 +71,12 @@ pub enum Command {
         #[arg(long)]
         wait: bool,
     },
+    /// Show or set an account's quotas (per-account overrides of part C's
+    /// limits).
+    #[command(subcommand)]
+    Quotas(quotas::QuotasCmd),
+    /// What an account uses (--user), or the accounts using most (--top N).
+    Usage(usage::UsageArgs),
 }
 
 #[derive(Debug, Subcommand)]

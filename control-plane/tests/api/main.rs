@@ -17,6 +17,7 @@ mod members;
 mod metrics;
 mod moves;
 mod pg_tls;
+mod quotas;
 mod replication_secret;
 mod scale_cli;
 mod scopes;
