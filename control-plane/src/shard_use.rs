@@ -41,30 +41,42 @@ pub struct Use {
 /// The largest use among `database_ids` (those on this shard). Reads the
 /// catalog only (indexed by database).
 pub async fn largest_use(c: &impl GenericClient, database_ids: &[String]) -> anyhow::Result<Use> {
-    let top = async |sql: &str| -> anyhow::Result<Option<(String, i64)>> {
-        let row = c.query_opt(sql, &[&database_ids]).await?;
-        row.map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).transpose()
-    };
     Ok(Use {
         tables: top(
+            c,
+            database_ids,
             "SELECT database_id, count(*) FROM tables WHERE database_id = ANY($1)
              GROUP BY database_id ORDER BY 2 DESC, 1 LIMIT 1",
         )
         .await
         .context("count tables")?,
         fields: top(
+            c,
+            database_ids,
             "SELECT table_id, count(*) FROM fields WHERE database_id = ANY($1)
              GROUP BY table_id ORDER BY 2 DESC, 1 LIMIT 1",
         )
         .await
         .context("count fields")?,
         attachment_bytes: top(
+            c,
+            database_ids,
             "SELECT id, attachment_bytes FROM databases WHERE id = ANY($1)
              ORDER BY 2 DESC, 1 LIMIT 1",
         )
         .await
         .context("read attachment bytes")?,
     })
+}
+
+/// The one `(name, figure)` row `sql` (over `$1` = the ids) reads.
+async fn top(
+    c: &impl GenericClient,
+    database_ids: &[String],
+    sql: &str,
+) -> anyhow::Result<Option<(String, i64)>> {
+    let row = c.query_opt(sql, &[&database_ids]).await?;
+    row.map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).transpose()
 }
 
 /// Locks the catalog rows of `database_ids` (a table or field created
@@ -138,7 +150,10 @@ pub async fn usage(
 
 /// Usage of every database on this shard (the fleet view): one pass over
 /// the catalog's `databases`, the statistics view and the buckets.
-pub async fn usage_of_all(c: &impl GenericClient, shard: &str) -> anyhow::Result<Vec<DatabaseUsage>> {
+pub async fn usage_of_all(
+    c: &impl GenericClient,
+    shard: &str,
+) -> anyhow::Result<Vec<DatabaseUsage>> {
     let rows = c
         .query(
             "WITH recs AS (

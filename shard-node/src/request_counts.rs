@@ -38,7 +38,8 @@ impl RequestCounts {
 
     /// Takes what was counted, leaving nothing.
     pub fn take(&self) -> (Vec<String>, Vec<i64>) {
-        let taken = std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
+        let taken =
+            std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
         taken.into_iter().map(|(d, n)| (d.into_string(), n)).unzip()
     }
 
@@ -59,7 +60,7 @@ pub async fn flush(db: &Db, counts: &RequestCounts) -> anyhow::Result<()> {
     }
     let result = async {
         let client = db.maintenance_client().await?;
-        sql::add(&*client, &ids, &requests).await?;
+        sql::add(&client, &ids, &requests).await?;
         anyhow::Ok(())
     }
     .await;
@@ -77,13 +78,16 @@ pub fn spawn(db: Db, counts: std::sync::Arc<RequestCounts>) -> tokio::task::Join
         loop {
             ticks.tick().await;
             if let Err(e) = flush(&db, &counts).await {
-                tracing::warn!(error = format!("{e:#}"), "request counts: flush failed; kept for the next");
+                tracing::warn!(
+                    error = format!("{e:#}"),
+                    "request counts: flush failed; kept for the next"
+                );
             }
             round = round.wrapping_add(1);
             if round % PRUNE_EVERY == 0 {
                 let pruned = async {
                     let client = db.maintenance_client().await?;
-                    sql::prune(&*client).await?;
+                    sql::prune(&client).await?;
                     anyhow::Ok(())
                 }
                 .await;

@@ -72,7 +72,10 @@ async fn requests_per_minute_is_published_and_enforced_then_reset() {
         .iter()
         .filter(|r| limit(r) == Some("4") && r.status == 429)
         .collect();
-    assert!(!over.is_empty(), "a budget of 4 must refuse within 8 requests");
+    assert!(
+        !over.is_empty(),
+        "a budget of 4 must refuse within 8 requests"
+    );
     over[0].expect_error(429, "rate_limited");
     assert!(over[0].header("retry-after").is_some());
     assert_eq!(over[0].header("x-ratelimit-remaining"), Some("0"));
@@ -129,12 +132,18 @@ async fn shard_side_quotas_are_enforced_and_never_lowered_below_use() {
     id(&api.create_table(&db, "Two").await);
 
     // Tables per database: not below the 2 in use; 3 is enforced.
-    refused(&set(user, &["--tables-per-database", "1"]).await, "already has 2 tables");
+    refused(
+        &set(user, &["--tables-per-database", "1"]).await,
+        "already has 2 tables",
+    );
     assert!(show(user).await["overrides"]["tables_per_database"].is_null());
     assert!(set(user, &["--tables-per-database", "3"]).await.success);
     api.create_table(&db, "Three").await;
     let m = api
-        .post(&format!("/api/databases/{db}/tables"), json!({"name": "Four"}))
+        .post(
+            &format!("/api/databases/{db}/tables"),
+            json!({"name": "Four"}),
+        )
         .await
         .expect_error(400, "bad_request");
     assert!(m.contains("at most 3 tables"), "{m}");
@@ -142,20 +151,28 @@ async fn shard_side_quotas_are_enforced_and_never_lowered_below_use() {
     // Fields per table.
     text_field(api, &t1, "A").await.expect_ok();
     text_field(api, &t1, "B").await.expect_ok();
-    refused(&set(user, &["--fields-per-table", "1"]).await, "already has 2 fields");
+    refused(
+        &set(user, &["--fields-per-table", "1"]).await,
+        "already has 2 fields",
+    );
     assert!(set(user, &["--fields-per-table", "4"]).await.success);
     text_field(api, &t1, "C").await.expect_ok();
     let files = id(&api
         .create_field(&t1, json!({"name": "Files", "type": "attachment"}))
         .await);
-    let m = text_field(api, &t1, "E").await.expect_error(400, "bad_request");
+    let m = text_field(api, &t1, "E")
+        .await
+        .expect_error(400, "bad_request");
     assert!(m.contains("at most 4 fields"), "{m}");
 
     // Attachment bytes per database (original bytes; an upload is first
     // checked against its whole declared body, a few hundred bytes more).
     assert!(set(user, &["--attachment-bytes", "2000"]).await.success);
     let record = id(&api
-        .post(&format!("/api/tables/{t1}/records"), json!({"records": [{"fields": {}}]}))
+        .post(
+            &format!("/api/tables/{t1}/records"),
+            json!({"records": [{"fields": {}}]}),
+        )
         .await
         .expect_ok()["records"][0]);
     let file = vec![b'x'; 1200];
@@ -174,12 +191,18 @@ async fn shard_side_quotas_are_enforced_and_never_lowered_below_use() {
     for name in ["a", "b", "c"] {
         api.create_table(&db2, name).await;
     }
-    api.post(&format!("/api/databases/{db2}/tables"), json!({"name": "d"}))
-        .await
-        .expect_error(400, "bad_request");
+    api.post(
+        &format!("/api/databases/{db2}/tables"),
+        json!({"name": "d"}),
+    )
+    .await
+    .expect_error(400, "bad_request");
 
     // Databases owned: 2 in use.
-    refused(&set(user, &["--databases", "1"]).await, "already owns 2 databases");
+    refused(
+        &set(user, &["--databases", "1"]).await,
+        "already owns 2 databases",
+    );
     assert!(set(user, &["--databases", "2"]).await.success);
     let m = api
         .post("/api/databases", json!({"name": "third"}))
@@ -212,9 +235,13 @@ async fn usage_counts_known_records_bytes_and_requests() {
         )
         .await;
     let record = id(&made.expect_ok()["records"][0]);
-    upload(api, &table, &files, &record, b"0123456789abc").await.expect_ok();
+    upload(api, &table, &files, &record, b"0123456789abc")
+        .await
+        .expect_ok();
     for _ in 0..4 {
-        api.get(&format!("/api/tables/{table}/records")).await.expect_ok();
+        api.get(&format!("/api/tables/{table}/records"))
+            .await
+            .expect_ok();
     }
 
     // Statistics and request buckets trail by a few seconds: poll.
@@ -232,7 +259,10 @@ async fn usage_counts_known_records_bytes_and_requests() {
     assert_eq!(usage["user_id"], person.user_id.as_str());
     assert_eq!(usage["database_count"], 1);
     assert_eq!(usage["attachment_bytes"], 13);
-    assert!(usage["requests_last_day"].as_i64().unwrap() >= usage["requests_last_hour"].as_i64().unwrap());
+    assert!(
+        usage["requests_last_day"].as_i64().unwrap()
+            >= usage["requests_last_hour"].as_i64().unwrap()
+    );
     let dbs = usage["databases"].as_array().unwrap();
     assert_eq!(dbs.len(), 1);
     assert_eq!(dbs[0]["database_id"], db.as_str());
@@ -253,12 +283,21 @@ async fn usage_counts_known_records_bytes_and_requests() {
     assert_eq!(top["by"], "records");
     let accounts = top["accounts"].as_array().unwrap();
     assert!(!accounts.is_empty() && accounts.len() <= 3, "{top}");
-    let records: Vec<i64> = accounts.iter().map(|a| a["records"].as_i64().unwrap()).collect();
+    let records: Vec<i64> = accounts
+        .iter()
+        .map(|a| a["records"].as_i64().unwrap())
+        .collect();
     assert!(records.windows(2).all(|w| w[0] >= w[1]), "{records:?}");
     assert!(records[0] >= 3, "{top}");
 
     // Refusals exit non-zero with the reason on stderr.
-    cli(&["--json", "usage", "--user", "usr_000000000000"]).await.expect_refused();
-    cli(&["--json", "usage", "--top", "0"]).await.expect_refused();
-    cli(&["--json", "usage", "--top", "3", "--by", "nothing"]).await.expect_refused();
+    cli(&["--json", "usage", "--user", "usr_000000000000"])
+        .await
+        .expect_refused();
+    cli(&["--json", "usage", "--top", "0"])
+        .await
+        .expect_refused();
+    cli(&["--json", "usage", "--top", "3", "--by", "nothing"])
+        .await
+        .expect_refused();
 }

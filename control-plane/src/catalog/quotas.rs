@@ -71,7 +71,10 @@ pub async fn store(db: &impl Db, user_id: &str, q: &QuotaFigures) -> anyhow::Res
 }
 
 /// Each owned database with its shard, ordered by id.
-pub async fn owned_databases(db: &impl Db, owner_id: &str) -> anyhow::Result<Vec<(String, String)>> {
+pub async fn owned_databases(
+    db: &impl Db,
+    owner_id: &str,
+) -> anyhow::Result<Vec<(String, String)>> {
     let rows = db
         .query(
             "SELECT id, shard FROM databases WHERE owner_id = $1 ORDER BY id",

@@ -9,15 +9,14 @@ use super::exec::{to_json, Output};
 use super::table;
 
 #[derive(Debug, Args)]
-#[group(required = true, multiple = false, id = "which")]
 pub struct UsageArgs {
     /// One account: its totals and each database it owns; prints
     /// {user_id, database_count, records, attachment_bytes,
     /// requests_last_hour, requests_last_day, databases:[...]}.
-    #[arg(long = "user", group = "which")]
+    #[arg(long = "user", conflicts_with = "top", required_unless_present = "top")]
     pub user_id: Option<String>,
     /// The fleet: the N accounts highest by --by; prints {by, accounts:[...]}.
-    #[arg(long, group = "which", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub top: Option<u32>,
     /// What --top ranks by: requests_last_day (default), requests_last_hour,
     /// records, attachment_bytes or databases.
@@ -61,7 +60,15 @@ pub fn user_text(u: &AccountUsage) -> String {
         })
         .collect();
     let per_db = table::table(
-        &["DATABASE", "SHARD", "TABLES", "RECORDS", "ATTACHMENT BYTES", "REQ 1H", "REQ 24H"],
+        &[
+            "DATABASE",
+            "SHARD",
+            "TABLES",
+            "RECORDS",
+            "ATTACHMENT BYTES",
+            "REQ 1H",
+            "REQ 24H",
+        ],
         &rows,
     );
     format!("{totals}\n\n{per_db}")
@@ -83,7 +90,14 @@ pub fn top_text(t: &TopUsage) -> String {
     };
     let rows: Vec<Vec<String>> = t.accounts.iter().map(row).collect();
     let list = table::table(
-        &["USER", "DATABASES", "RECORDS", "ATTACHMENT BYTES", "REQ 1H", "REQ 24H"],
+        &[
+            "USER",
+            "DATABASES",
+            "RECORDS",
+            "ATTACHMENT BYTES",
+            "REQ 1H",
+            "REQ 24H",
+        ],
         &rows,
     );
     format!("by {}\n{list}", t.by.as_str())

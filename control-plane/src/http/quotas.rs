@@ -45,7 +45,10 @@ pub fn top_query(q: &HashMap<String, String>) -> ApiResult<(u32, UsageMeasure)> 
         None => UsageMeasure::default(),
         Some(b) => UsageMeasure::parse(b).ok_or_else(|| {
             let names: Vec<&str> = UsageMeasure::ALL.iter().map(|m| m.as_str()).collect();
-            ApiError::bad_request(format!("by must be one of {}, got {b:?}.", names.join(", ")))
+            ApiError::bad_request(format!(
+                "by must be one of {}, got {b:?}.",
+                names.join(", ")
+            ))
         })?,
     };
     Ok((top, by))

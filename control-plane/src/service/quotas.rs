@@ -51,7 +51,12 @@ pub async fn show(state: &AppState, user_id: &str) -> ApiResult<AccountQuotas> {
 }
 
 /// One setting checked against its range: the override it stores.
-fn checked(name: &str, setting: Option<QuotaSetting>, max: i64, old: Option<i64>) -> ApiResult<Option<i64>> {
+fn checked(
+    name: &str,
+    setting: Option<QuotaSetting>,
+    max: i64,
+    old: Option<i64>,
+) -> ApiResult<Option<i64>> {
     match setting {
         None => Ok(old),
         Some(s) => match s.value() {
@@ -72,7 +77,12 @@ pub fn apply(old: &QuotaFigures, change: &QuotaChange) -> ApiResult<QuotaFigures
         ));
     }
     Ok(QuotaFigures {
-        databases: checked("databases", change.databases, maxima::DATABASES, old.databases)?,
+        databases: checked(
+            "databases",
+            change.databases,
+            maxima::DATABASES,
+            old.databases,
+        )?,
         requests_per_minute: checked(
             "requests_per_minute",
             change.requests_per_minute,
@@ -103,18 +113,33 @@ pub fn apply(old: &QuotaFigures, change: &QuotaChange) -> ApiResult<QuotaFigures
 /// 400 when a shard-side figure in force would be below `used`.
 pub fn check_floor(new: &QuotaFigures, used: &shard_use::Use) -> ApiResult<()> {
     let e = new.effective();
-    let below = |limit: Option<i64>, used: &Option<(String, i64)>, what: &str, unit: &str| {
-        match (limit, used) {
-            (Some(limit), Some((holder, n))) if *n > limit => Err(ApiError::bad_request(format!(
-                "{what} cannot be {limit}: {holder} already has {n} {unit}. \
+    let below = |limit: Option<i64>, used: &Option<(String, i64)>, what: &str, unit: &str| match (
+        limit, used,
+    ) {
+        (Some(limit), Some((holder, n))) if *n > limit => Err(ApiError::bad_request(format!(
+            "{what} cannot be {limit}: {holder} already has {n} {unit}. \
                  Nothing was changed."
-            ))),
-            _ => Ok(()),
-        }
+        ))),
+        _ => Ok(()),
     };
-    below(e.tables_per_database, &used.tables, "tables_per_database", "tables")?;
-    below(e.fields_per_table, &used.fields, "fields_per_table", "fields")?;
-    below(e.attachment_bytes, &used.attachment_bytes, "attachment_bytes", "bytes of attachments")
+    below(
+        e.tables_per_database,
+        &used.tables,
+        "tables_per_database",
+        "tables",
+    )?;
+    below(
+        e.fields_per_table,
+        &used.fields,
+        "fields_per_table",
+        "fields",
+    )?;
+    below(
+        e.attachment_bytes,
+        &used.attachment_bytes,
+        "attachment_bytes",
+        "bytes of attachments",
+    )
 }
 
 pub async fn set(state: &AppState, user_id: &str, change: QuotaChange) -> ApiResult<AccountQuotas> {
@@ -150,15 +175,20 @@ pub async fn set(state: &AppState, user_id: &str, change: QuotaChange) -> ApiRes
             }
         }
         for (shard_name, dbs) in by_shard {
-            let shard = shards::get(&*tx, &shard_name)
-                .await?
-                .ok_or_else(|| anyhow::anyhow!("shard {shard_name} of a database is not registered"))?;
-            let admin = shard_use::connect(&shard, &state.moves).await.map_err(|e| {
-                ApiError::Unavailable(format!(
-                    "Shard {shard_name} could not be reached ({e:#}): nothing was changed."
-                ))
+            let shard = shards::get(&*tx, &shard_name).await?.ok_or_else(|| {
+                anyhow::anyhow!("shard {shard_name} of a database is not registered")
             })?;
-            admin.batch_execute("BEGIN").await.map_err(anyhow::Error::from)?;
+            let admin = shard_use::connect(&shard, &state.moves)
+                .await
+                .map_err(|e| {
+                    ApiError::Unavailable(format!(
+                        "Shard {shard_name} could not be reached ({e:#}): nothing was changed."
+                    ))
+                })?;
+            admin
+                .batch_execute("BEGIN")
+                .await
+                .map_err(anyhow::Error::from)?;
             shard_use::lock_databases(&*admin, &dbs).await?;
             let used = shard_use::largest_use(&*admin, &dbs).await?;
             check_floor(&new, &used)?;
@@ -179,9 +209,10 @@ pub async fn set(state: &AppState, user_id: &str, change: QuotaChange) -> ApiRes
         Vec::new()
     };
     for admin in &pushed {
-        admin.batch_execute("COMMIT").await.map_err(|e| {
-            anyhow::anyhow!("commit the limits on shard {}: {e}", admin.shard)
-        })?;
+        admin
+            .batch_execute("COMMIT")
+            .await
+            .map_err(|e| anyhow::anyhow!("commit the limits on shard {}: {e}", admin.shard))?;
     }
     tx.commit().await?;
     for (key_id, version) in &bumped {

@@ -83,7 +83,11 @@ pub async fn of_user(state: &AppState, user_id: &str) -> ApiResult<AccountUsage>
 
 /// The `top` accounts highest by `by` (ties by user id).
 pub fn rank(mut accounts: Vec<AccountTotals>, by: UsageMeasure, top: usize) -> Vec<AccountTotals> {
-    accounts.sort_by(|a, b| by.of(b).cmp(&by.of(a)).then_with(|| a.user_id.cmp(&b.user_id)));
+    accounts.sort_by(|a, b| {
+        by.of(b)
+            .cmp(&by.of(a))
+            .then_with(|| a.user_id.cmp(&b.user_id))
+    });
     accounts.truncate(top);
     accounts
 }
@@ -143,7 +147,11 @@ mod tests {
 
     #[test]
     fn ranking_is_by_the_measure_then_id() {
-        let all = vec![acct("usr_b", 5, 1), acct("usr_a", 5, 9), acct("usr_c", 9, 0)];
+        let all = vec![
+            acct("usr_b", 5, 1),
+            acct("usr_a", 5, 9),
+            acct("usr_c", 9, 0),
+        ];
         let ids = |v: Vec<AccountTotals>| v.into_iter().map(|a| a.user_id).collect::<Vec<_>>();
         assert_eq!(
             ids(rank(all.clone(), UsageMeasure::RequestsLastDay, 2)),
@@ -161,6 +169,14 @@ mod tests {
             ..Default::default()
         };
         let t = totals("usr_a", &[d(2, 10), d(3, 5)]);
-        assert_eq!((t.database_count, t.records, t.attachment_bytes, t.requests_last_day), (2, 5, 15, 2));
+        assert_eq!(
+            (
+                t.database_count,
+                t.records,
+                t.attachment_bytes,
+                t.requests_last_day
+            ),
+            (2, 5, 15, 2)
+        );
     }
 }

@@ -22,7 +22,10 @@ async fn quotas_show_set_and_take_effect_in_the_catalog() {
     // Defaults, no overrides.
     let q = app.client.quotas(&user).await.unwrap();
     assert_eq!(q.quotas.databases, Some(defaults::DATABASES));
-    assert_eq!(q.quotas.requests_per_minute, Some(defaults::REQUESTS_PER_MINUTE));
+    assert_eq!(
+        q.quotas.requests_per_minute,
+        Some(defaults::REQUESTS_PER_MINUTE)
+    );
     assert_eq!(q.quotas.attachment_bytes, Some(defaults::ATTACHMENT_BYTES));
     assert_eq!(q.overrides.databases, None);
     assert_eq!(status(app.client.quotas("usr_000000000000").await), 404);
@@ -48,10 +51,17 @@ async fn quotas_show_set_and_take_effect_in_the_catalog() {
     let q = app.client.set_quotas(&user, &set).await.unwrap();
     assert_eq!(q.overrides.databases, Some(2));
     assert_eq!(q.quotas.requests_per_minute, Some(5));
-    assert_eq!(q.quotas.tables_per_database, Some(defaults::TABLES_PER_DATABASE));
+    assert_eq!(
+        q.quotas.tables_per_database,
+        Some(defaults::TABLES_PER_DATABASE)
+    );
     let after = app.client.key(&key.id).await.unwrap();
     assert_eq!(after.requests_per_minute, Some(5));
-    assert_eq!(after.version, before.version + 1, "routers must re-read the key");
+    assert_eq!(
+        after.version,
+        before.version + 1,
+        "routers must re-read the key"
+    );
     assert_eq!(
         app.redis_get(&redis_keys::key_version(&key.id)).await,
         Some(after.version)
@@ -72,9 +82,15 @@ async fn quotas_show_set_and_take_effect_in_the_catalog() {
     };
     let e = app.client.set_quotas(&user, &lower).await.unwrap_err();
     assert_eq!(e.status(), Some(400));
-    assert!(format!("{e:?}").contains("already owns 2 databases"), "{e:?}");
+    assert!(
+        format!("{e:?}").contains("already owns 2 databases"),
+        "{e:?}"
+    );
     let q = app.client.quotas(&user).await.unwrap();
-    assert_eq!((q.overrides.databases, q.overrides.requests_per_minute), (Some(2), Some(5)));
+    assert_eq!(
+        (q.overrides.databases, q.overrides.requests_per_minute),
+        (Some(2), Some(5))
+    );
 
     // Out of range, unknown field, empty change: 400; unknown user: 404.
     for bad in [
@@ -88,7 +104,11 @@ async fn quotas_show_set_and_take_effect_in_the_catalog() {
         },
         QuotaChange::default(),
     ] {
-        assert_eq!(status(app.client.set_quotas(&user, &bad).await), 400, "{bad:?}");
+        assert_eq!(
+            status(app.client.set_quotas(&user, &bad).await),
+            400,
+            "{bad:?}"
+        );
     }
     assert_eq!(
         status(app.client.set_quotas("usr_000000000000", &set).await),
@@ -139,7 +159,10 @@ async fn usage_of_an_account_without_databases_and_top_validation() {
     let app = spawn_app().await;
     let user = app.user().await;
     let u = app.client.usage(&user).await.unwrap();
-    assert_eq!((u.database_count, u.records, u.requests_last_day), (0, 0, 0));
+    assert_eq!(
+        (u.database_count, u.records, u.requests_last_day),
+        (0, 0, 0)
+    );
     assert!(u.databases.is_empty());
     assert_eq!(status(app.client.usage("usr_000000000000").await), 404);
     // No shard registered: an empty fleet.
@@ -150,7 +173,10 @@ async fn usage_of_an_account_without_databases_and_top_validation() {
         .unwrap();
     assert_eq!(top.by, UsageMeasure::Records);
     assert!(top.accounts.is_empty());
-    assert_eq!(status(app.client.top_usage(0, UsageMeasure::Records).await), 400);
+    assert_eq!(
+        status(app.client.top_usage(0, UsageMeasure::Records).await),
+        400
+    );
     app.finish().await;
 }
 
@@ -170,7 +196,17 @@ async fn quotas_cli_json_shapes_and_exit_codes() {
 
     let (ok, out, _) = cli(
         &app,
-        &["--json", "quotas", "set", "--user", &user, "--databases", "7", "--requests-per-minute", "1_000"],
+        &[
+            "--json",
+            "quotas",
+            "set",
+            "--user",
+            &user,
+            "--databases",
+            "7",
+            "--requests-per-minute",
+            "1_000",
+        ],
     )
     .await;
     assert!(ok);
@@ -186,8 +222,24 @@ async fn quotas_cli_json_shapes_and_exit_codes() {
     // Refusals: non-zero exit, the reason on stderr, nothing on stdout.
     for args in [
         vec!["--json", "quotas", "set", "--user", user.as_str()],
-        vec!["--json", "quotas", "set", "--user", user.as_str(), "--databases", "0"],
-        vec!["--json", "quotas", "set", "--user", user.as_str(), "--databases", "lots"],
+        vec![
+            "--json",
+            "quotas",
+            "set",
+            "--user",
+            user.as_str(),
+            "--databases",
+            "0",
+        ],
+        vec![
+            "--json",
+            "quotas",
+            "set",
+            "--user",
+            user.as_str(),
+            "--databases",
+            "lots",
+        ],
         vec!["--json", "quotas", "show", "--user", "usr_000000000000"],
         vec!["--json", "usage"],
         vec!["--json", "usage", "--top", "0"],
@@ -204,7 +256,11 @@ async fn quotas_cli_json_shapes_and_exit_codes() {
     assert_eq!(v["user_id"], user.as_str());
     assert_eq!(v["database_count"], 0);
     assert!(v["databases"].as_array().unwrap().is_empty());
-    let (ok, out, _) = cli(&app, &["--json", "usage", "--top", "3", "--by", "databases"]).await;
+    let (ok, out, _) = cli(
+        &app,
+        &["--json", "usage", "--top", "3", "--by", "databases"],
+    )
+    .await;
     assert!(ok);
     let v = one_json(&out);
     assert_eq!(v["by"], "databases");

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde::{de::DeserializeOwned, Serialize};
 
-use super::*;
 use super::quotas::{AccountQuotas, AccountUsage, QuotaChange, TopUsage, UsageMeasure};
+use super::*;
 use crate::error::{Envelope, ErrorBody};
 
 #[derive(Debug, thiserror::Error)]

@@ -246,15 +246,22 @@ mod tests {
 
     #[test]
     fn a_setting_is_a_number_or_default() {
-        let c: QuotaChange =
-            serde_json::from_value(serde_json::json!({"databases": 3, "fields_per_table": "default"}))
-                .unwrap();
+        let c: QuotaChange = serde_json::from_value(
+            serde_json::json!({"databases": 3, "fields_per_table": "default"}),
+        )
+        .unwrap();
         assert_eq!(c.databases, Some(QuotaSetting::Value(3)));
         assert_eq!(c.fields_per_table.and_then(QuotaSetting::value), None);
         assert!(c.fields_per_table.is_some());
         assert!(serde_json::from_value::<QuotaChange>(serde_json::json!({"tables": 3})).is_err());
-        assert!(serde_json::from_value::<QuotaChange>(serde_json::json!({"databases": "lots"})).is_err());
-        assert_eq!(QuotaSetting::parse_cli("1_000"), Ok(QuotaSetting::Value(1000)));
+        assert!(
+            serde_json::from_value::<QuotaChange>(serde_json::json!({"databases": "lots"}))
+                .is_err()
+        );
+        assert_eq!(
+            QuotaSetting::parse_cli("1_000"),
+            Ok(QuotaSetting::Value(1000))
+        );
         assert!(QuotaSetting::parse_cli("many").is_err());
     }
 

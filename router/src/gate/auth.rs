@@ -229,7 +229,9 @@ pub async fn gate(
 /// override (`control-plane quotas set --requests-per-minute`), else
 /// `ROUTER_KEY_LIMIT_PER_MIN`.
 fn key_limit(key: &VerifiedKey, cfg: &crate::config::Config) -> u64 {
-    key.record.requests_per_minute.unwrap_or(cfg.key_limit_per_min)
+    key.record
+        .requests_per_minute
+        .unwrap_or(cfg.key_limit_per_min)
 }
 
 /// Message of the 503 when no argon2 slot freed up in time.

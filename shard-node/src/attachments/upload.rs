@@ -129,7 +129,7 @@ fn too_large() -> ApiError {
 /// The database's storage quota: its owner's (`databases.max_attachment_bytes`)
 /// or the node's `ATTACHMENT_QUOTA_BYTES`.
 pub async fn database_quota(
-    c: &impl tokio_postgres::GenericClient,
+    c: &impl GenericClient,
     state: &AppState,
     database_id: &str,
 ) -> Result<i64, tokio_postgres::Error> {

@@ -1,7 +1,7 @@
 //! `request_counts` (migration 0009): requests served per database in
 //! 5-minute buckets, for the control plane's `usage`.
 
-use tokio_postgres::GenericClient;
+use deadpool_postgres::GenericClient;
 
 /// Adds `requests[i]` to the current bucket of `database_ids[i]`.
 pub async fn add(

@@ -83,7 +83,9 @@ pub async fn create(
         let schema = state.schemas.get_locked(tx, database_id).await?;
         let table = schema.table(table_id).ok_or(ApiError::NotFound)?;
         // The owner's quota (`databases.max_fields_per_table`) or the default.
-        let cap = catalog::databases::limits(tx, database_id, 0).await?.fields_per_table;
+        let cap = catalog::databases::limits(tx, database_id, 0)
+            .await?
+            .fields_per_table;
         check_cap(table, 1, cap)?;
         let field_id = ids::new_tagged(Kind::Field, &tag);
         let position = next_position(table);

@@ -8,8 +8,8 @@ use cluster_protocol::ids::{self, Kind};
 use serde_json::{json, Value};
 
 use crate::auth::Editor;
-use crate::catalog::{databases, tables};
 use crate::catalog::tables::Table;
+use crate::catalog::{databases, tables};
 use crate::db::{Db, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{required_name, JsonObject};
