@@ -84,7 +84,7 @@ pub fn spawn(db: Db, counts: std::sync::Arc<RequestCounts>) -> tokio::task::Join
                 );
             }
             round = round.wrapping_add(1);
-            if round % PRUNE_EVERY == 0 {
+            if round.is_multiple_of(PRUNE_EVERY) {
                 let pruned = async {
                     let client = db.maintenance_client().await?;
                     sql::prune(&client).await?;
