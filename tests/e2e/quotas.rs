@@ -214,7 +214,7 @@ async fn shard_side_quotas_are_enforced_and_never_lowered_below_use() {
     let q = show(user).await;
     assert_eq!(q["quotas"]["tables_per_database"], 3);
     assert_eq!(q["quotas"]["fields_per_table"], 4);
-    assert_eq!(q["quotas"]["attachment_bytes"], 10);
+    assert_eq!(q["quotas"]["attachment_bytes"], 2000);
     assert_eq!(q["quotas"]["databases"], 2);
     assert_eq!(q["quotas"]["requests_per_minute"], 600);
 }
