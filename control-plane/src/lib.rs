@@ -16,6 +16,7 @@ pub mod mover;
 pub mod pg_tls;
 pub mod placement;
 pub mod service;
+pub mod shard_use;
 
 use std::future::Future;
 use std::sync::Arc;

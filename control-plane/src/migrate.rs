@@ -24,6 +24,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "move_batches",
         sql: include_str!("../migrations/0003_move_batches.sql"),
     },
+    Migration {
+        number: 4,
+        name: "quotas",
+        sql: include_str!("../migrations/0004_quotas.sql"),
+    },
 ];
 
 /// The control plane's catalog: its lock id ("cpmigrat" as bytes) and list.

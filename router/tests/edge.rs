@@ -149,6 +149,7 @@ async fn env(limits: ConnectionLimits, max_in_flight: usize, shard_url: &str) ->
             databases: DatabaseScope::All,
             created_at: chrono::Utc::now(),
             version: 1,
+            requests_per_minute: None,
         },
     );
     cp.access.lock().unwrap().insert(

@@ -117,6 +117,7 @@ async fn cp_allocate(State(cp): State<Arc<Cp>>) -> Json<Allocation> {
             url: cp.shard_url.clone(),
         },
         epoch: 1,
+        limits: Default::default(),
     })
 }
 
@@ -226,6 +227,7 @@ fn key_record(secret: &str) -> KeyRecord {
         databases: DatabaseScope::All,
         created_at: chrono::Utc::now(),
         version: 1,
+        requests_per_minute: None,
     }
 }
 

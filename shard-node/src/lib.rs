@@ -43,6 +43,7 @@ pub mod json;
 pub mod metrics;
 pub mod owners;
 pub mod records;
+pub mod request_counts;
 pub mod schema;
 pub mod settings;
 pub mod shares;
@@ -90,6 +91,7 @@ pub async fn run_until(
         state.webhooks.clone(),
     );
     attachments::sweeper::spawn(state.db.clone(), state.blobs.clone());
+    let _request_counts = request_counts::spawn(state.db.clone(), state.requests.clone());
     let _match_clock = webhooks::clock::spawn(state.clone(), config.webhooks.match_clock_interval);
     let app = http::router(state).layer(axum::middleware::from_fn(abandon_scope));
     tracing::info!(

@@ -37,6 +37,8 @@ pub struct AppState {
     /// The node's export slots and their send timeout
     /// (`SHARD_MAX_EXPORTS`, `SHARD_EXPORT_SEND_TIMEOUT_MS`).
     pub exports: crate::export::limits::Exports,
+    /// Requests per database not yet flushed to `request_counts`.
+    pub requests: Arc<crate::request_counts::RequestCounts>,
 }
 
 impl AppState {
@@ -69,6 +71,7 @@ impl AppState {
                 config.db_limits.max_exports(config.pool_size),
                 config.db_limits.export_send_timeout,
             ),
+            requests: Default::default(),
         })
     }
 }

@@ -25,6 +25,7 @@ mod moves_basic;
 mod moves_keep;
 mod moves_load;
 mod moves_roundtrip;
+mod quotas;
 mod rate_limits;
 mod records;
 mod records_checkbox;

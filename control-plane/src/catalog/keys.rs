@@ -71,8 +71,11 @@ pub async fn get_record_for_share(db: &impl Db, id: &str) -> anyhow::Result<Opti
     let Some(row) = db
         .query_opt(
             "SELECT k.id, k.name, k.user_id, k.secret_hash, k.access, k.databases, k.created_at, k.version,
-                    u.email, u.name AS user_name, u.suspended_at IS NOT NULL AS suspended
-             FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.id = $1
+                    u.email, u.name AS user_name, u.suspended_at IS NOT NULL AS suspended,
+                    q.requests_per_minute
+             FROM api_keys k JOIN users u ON u.id = k.user_id
+                  LEFT JOIN account_quotas q ON q.user_id = k.user_id
+             WHERE k.id = $1
              FOR SHARE OF k, u",
             &[&id],
         )
@@ -95,6 +98,11 @@ pub async fn get_record_for_share(db: &impl Db, id: &str) -> anyhow::Result<Opti
         databases: scope_of(&row)?,
         created_at: row.try_get("created_at")?,
         version: row.try_get("version")?,
+        requests_per_minute: row
+            .try_get::<_, Option<i64>>("requests_per_minute")?
+            .map(u64::try_from)
+            .transpose()
+            .context("negative requests_per_minute in catalog")?,
     }))
 }
 
@@ -169,6 +177,25 @@ pub async fn versions_of_user(db: &impl Db, user_id: &str) -> anyhow::Result<Vec
         )
         .await
         .context("list keys of user")?;
+    rows.iter()
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+        .collect()
+}
+
+/// Bumps the version of every key of a user (what routers cache about
+/// them changed, e.g. the owner's request budget); returns the keys with
+/// their new versions.
+pub async fn bump_versions_of_user(
+    db: &impl Db,
+    user_id: &str,
+) -> anyhow::Result<Vec<(String, i64)>> {
+    let rows = db
+        .query(
+            "UPDATE api_keys SET version = version + 1 WHERE user_id = $1 RETURNING id, version",
+            &[&user_id],
+        )
+        .await
+        .context("bump versions of the user's keys")?;
     rows.iter()
         .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
         .collect()

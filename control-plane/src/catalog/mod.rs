@@ -7,6 +7,7 @@ pub mod keys;
 pub mod load;
 pub mod members;
 pub mod moves;
+pub mod quotas;
 pub mod shards;
 pub mod users;
 

@@ -88,6 +88,8 @@ async fn run(c: &ControlPlaneClient, command: Command) -> anyhow::Result<Output>
         Command::Support(cmd) => support(c, cmd).await,
         Command::Shards(cmd) => shards(c, cmd).await,
         Command::Databases(cmd) => databases(c, cmd).await,
+        Command::Quotas(cmd) => quotas::quotas(c, cmd).await,
+        Command::Usage(args) => usage::usage(c, args).await,
     }
 }
 

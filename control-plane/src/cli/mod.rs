@@ -9,7 +9,9 @@ pub mod exit;
 mod lists;
 mod moves;
 pub mod report;
+mod quotas;
 mod table;
+mod usage;
 mod wait;
 
 pub use exec::execute;
@@ -177,6 +179,12 @@ pub enum Command {
         #[arg(long, conflicts_with_all = ["dry_run", "wait"])]
         abort: bool,
     },
+    /// Show or set an account's quotas (per-account overrides of part C's
+    /// limits).
+    #[command(subcommand)]
+    Quotas(quotas::QuotasCmd),
+    /// What an account uses (--user), or the accounts using most (--top N).
+    Usage(usage::UsageArgs),
 }
 
 #[derive(Debug, Subcommand)]

@@ -8,6 +8,7 @@ mod databases;
 mod keys;
 mod members;
 mod moves;
+mod quotas;
 mod rebalance;
 pub mod routes;
 mod shards;

@@ -17,7 +17,7 @@ use axum::handler::Handler;
 use axum::http::Method;
 use axum::routing::{on, MethodFilter, MethodRouter};
 
-use super::{databases, keys, members, moves, rebalance, shards, users};
+use super::{databases, keys, members, moves, quotas, rebalance, shards, users};
 use crate::AppState;
 
 /// A caller of the control plane, known by its token.
@@ -123,6 +123,10 @@ pub fn table() -> Vec<Route> {
         route(M::GET,    "/internal/moves/{id}",                        moves::show,                   ADMIN),
         route(M::POST,   "/internal/moves/{id}/abort",                  moves::abort,                  ADMIN),
         route(M::POST,   "/internal/rebalance",                         rebalance::rebalance,          ADMIN),
+        route(M::GET,    "/internal/users/{user_id}/quotas",            quotas::show,                  ADMIN),
+        route(M::PUT,    "/internal/users/{user_id}/quotas",            quotas::set,                   ADMIN),
+        route(M::GET,    "/internal/users/{user_id}/usage",             quotas::usage,                 ADMIN),
+        route(M::GET,    "/internal/usage",                             quotas::top,                   ADMIN),
     ]
 }
 
@@ -183,6 +187,9 @@ mod tests {
             (Method::POST, "/internal/moves"),
             (Method::POST, "/internal/moves/{id}/abort"),
             (Method::POST, "/internal/rebalance"),
+            (Method::PUT, "/internal/users/{user_id}/quotas"),
+            (Method::GET, "/internal/users/{user_id}/usage"),
+            (Method::GET, "/internal/usage"),
         ] {
             for tier in [Tier::Router, Tier::Shard, Tier::Metrics] {
                 assert!(

@@ -9,7 +9,7 @@ use cluster_protocol::control::{
 use cluster_protocol::ids;
 
 use super::{unknown_database, unknown_user};
-use crate::catalog::{databases, members, shards, users};
+use crate::catalog::{databases, members, quotas, shards, users};
 use crate::config::{MAX_LOOKUP_IDS, MAX_OWNED_DATABASES};
 use crate::error::{ApiError, ApiResult};
 use crate::{placement, AppState};
@@ -27,9 +27,11 @@ pub async fn allocate(state: &AppState, user_id: &str) -> ApiResult<Allocation> 
     users::get(&*tx, user_id)
         .await?
         .ok_or_else(|| unknown_user(user_id))?;
-    if databases::count_owned(&*tx, user_id).await? >= MAX_OWNED_DATABASES {
+    let overrides = quotas::overrides(&*tx, user_id).await?;
+    let cap = overrides.databases.unwrap_or(MAX_OWNED_DATABASES);
+    if databases::count_owned(&*tx, user_id).await? >= cap {
         return Err(ApiError::bad_request(format!(
-            "You have reached the limit of {MAX_OWNED_DATABASES} databases."
+            "You have reached the limit of {cap} databases."
         )));
     }
     let counter = databases::next_tag_counter(&*tx).await?;
@@ -61,6 +63,7 @@ pub async fn allocate(state: &AppState, user_id: &str) -> ApiResult<Allocation> 
             url: shard.url.clone(),
         },
         epoch: FIRST_EPOCH,
+        limits: overrides.database_limits(),
     })
 }
 

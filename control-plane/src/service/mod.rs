@@ -7,8 +7,10 @@ pub mod keys;
 pub mod members;
 pub mod moves;
 pub mod planner;
+pub mod quotas;
 pub mod rebalance;
 pub mod shards;
+pub mod usage;
 pub mod users;
 
 use crate::error::ApiError;

@@ -18,6 +18,7 @@ mod metrics;
 mod moves;
 mod operator_cli;
 mod pg_tls;
+mod quotas;
 mod replication_secret;
 mod scale_cli;
 mod scopes;

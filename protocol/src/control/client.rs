@@ -14,6 +14,7 @@ use serde::{de::DeserializeOwned, Serialize};
 use tracing::field::Empty;
 use tracing::Instrument;
 
+use super::quotas::{AccountQuotas, AccountUsage, QuotaChange, TopUsage, UsageMeasure};
 use super::*;
 use crate::error::{Envelope, ErrorBody};
 
@@ -434,6 +435,25 @@ impl ControlPlaneClient {
     }
     pub async fn database(&self, database_id: &str) -> Result<DatabaseInfo, ClientError> {
         self.get(&format!("/internal/databases/{database_id}"))
+            .await
+    }
+    pub async fn quotas(&self, user_id: &str) -> Result<AccountQuotas, ClientError> {
+        self.get(&format!("/internal/users/{user_id}/quotas")).await
+    }
+    pub async fn set_quotas(
+        &self,
+        user_id: &str,
+        change: &QuotaChange,
+    ) -> Result<AccountQuotas, ClientError> {
+        let url = self.url(&format!("/internal/users/{user_id}/quotas"));
+        self.send(self.http.put(url).json(change)).await
+    }
+    pub async fn usage(&self, user_id: &str) -> Result<AccountUsage, ClientError> {
+        self.get(&format!("/internal/users/{user_id}/usage")).await
+    }
+    pub async fn top_usage(&self, top: u32, by: UsageMeasure) -> Result<TopUsage, ClientError> {
+        let query = [("top", top.to_string()), ("by", by.as_str().to_string())];
+        self.send(self.http.get(self.url("/internal/usage")).query(&query))
             .await
     }
 }

@@ -50,9 +50,12 @@
 //! | GET `/internal/moves/{id}` | | [`Move`] |
 //! | POST `/internal/moves/{id}/abort` | | [`Move`] (409 when already finished or switched over) |
 //! | POST `/internal/rebalance` | [`RebalanceRequest`] | [`RebalanceReply`] |
+//!
+//! Quotas and usage: see [`quotas`].
 
 pub mod client;
 pub mod moves;
+pub mod quotas;
 pub mod redis_keys;
 
 pub use moves::*;
@@ -189,6 +192,11 @@ pub struct KeyRecord {
     pub databases: DatabaseScope,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub version: i64,
+    /// The owner's per-key request budget per minute when their account
+    /// has an override (`quotas set --requests-per-minute`); `None`: the
+    /// router's own setting (`ROUTER_KEY_LIMIT_PER_MIN`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_minute: Option<u64>,
 }
 
 /// The public view of a key (CLI output, whoami).
@@ -436,6 +444,9 @@ pub struct Allocation {
     pub position: i64,
     pub shard: ShardRef,
     pub epoch: i64,
+    /// The owner's overrides of the limits the shard enforces.
+    #[serde(default)]
+    pub limits: quotas::DatabaseLimits,
 }
 
 /// The control plane's view of one database (CLI).

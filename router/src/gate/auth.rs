@@ -177,7 +177,7 @@ pub async fn gate(
             let charge = Charge {
                 address: &address,
                 shield_limit,
-                key: Some((&key, cfg.key_limit_per_min)),
+                key: Some((&key, key_limit(&key, cfg))),
             };
             let out = state.limiter.charge(charge).await;
             if let Some(e) = shield_denied(&out) {
@@ -202,17 +202,18 @@ pub async fn gate(
             let charge = Charge {
                 address: &address,
                 shield_limit: 0,
-                key: Some((&key, cfg.key_limit_per_min)),
+                key: Some((&key, key_limit(&key, cfg))),
             };
             let out = state.limiter.charge(charge).await;
             (key, out)
         }
     };
     let key = check_liveness(&state.keys, key, out.versions, span).await?;
+    let limit = key_limit(&key, cfg);
     let budget = out.key.unwrap_or(Decision {
         allowed: true,
-        limit: cfg.key_limit_per_min,
-        remaining: cfg.key_limit_per_min,
+        limit,
+        remaining: limit,
         retry_after_ms: 0,
     });
     Ok(Caller {
@@ -222,6 +223,15 @@ pub async fn gate(
         address,
         budget,
     })
+}
+
+/// The key's budget per minute: its owner's quota when the account has an
+/// override (`control-plane quotas set --requests-per-minute`), else
+/// `ROUTER_KEY_LIMIT_PER_MIN`.
+fn key_limit(key: &VerifiedKey, cfg: &crate::config::Config) -> u64 {
+    key.record
+        .requests_per_minute
+        .unwrap_or(cfg.key_limit_per_min)
 }
 
 /// Message of the 503 when no argon2 slot freed up in time.

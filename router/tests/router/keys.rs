@@ -74,6 +74,7 @@ async fn a_burst_of_wrong_secrets_is_counted_before_hashing() {
             databases: DatabaseScope::All,
             created_at: chrono::Utc::now(),
             version: 1,
+            requests_per_minute: None,
         },
     );
     const BURST: usize = 40;

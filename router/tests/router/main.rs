@@ -89,6 +89,7 @@ async fn cp_allocate(
             url,
         },
         epoch: 1,
+        limits: Default::default(),
     })
     .into_response()
 }
@@ -395,6 +396,7 @@ impl Env {
             databases,
             created_at: chrono::Utc::now(),
             version: 1,
+            requests_per_minute: None,
         };
         self.cp.keys.lock().unwrap().insert(key_id.clone(), rec);
         (user_id, key_id.clone(), format!("{key_id}.{secret}"))

@@ -198,6 +198,8 @@ pub async fn prefetch(
         let mut client = state.db.client_for(database_id).await?;
         let schema = state.schemas.get(&mut client, database_id).await?;
         let held = catalog::attachments::bytes_held(&*client, database_id).await?;
+        let quota = super::upload::database_quota(&*client, state, database_id).await?;
+        fetched.quota = Some(quota);
         (schema, held)
     };
     let table = schema.table(table_id).ok_or(ApiError::NotFound)?;
@@ -206,7 +208,7 @@ pub async fn prefetch(
     if wanted.is_empty() {
         return Ok(fetched);
     }
-    let quota = state.attachment_quota;
+    let quota = fetched.quota();
     // Before anything is fetched: the room left, then the upload limit.
     if held >= quota {
         return Err(over_quota(quota, None));

@@ -126,6 +126,17 @@ fn too_large() -> ApiError {
     ))
 }
 
+/// The database's storage quota: its owner's (`databases.max_attachment_bytes`)
+/// or the node's `ATTACHMENT_QUOTA_BYTES`.
+pub async fn database_quota(
+    c: &impl GenericClient,
+    state: &AppState,
+    database_id: &str,
+) -> Result<i64, tokio_postgres::Error> {
+    let limits = crate::catalog::databases::limits(c, database_id, state.attachment_quota).await?;
+    Ok(limits.attachment_bytes)
+}
+
 fn over_quota(quota: i64) -> ApiError {
     ApiError::bad_request(format!(
         "This database has reached its {} limit of attachment storage: delete attachments before uploading more.",
@@ -166,7 +177,7 @@ async fn precheck(
             schema.table(table_id).ok_or(ApiError::NotFound)?;
             let held = registry::bytes_held(&*client, database_id).await?;
             let incoming = declared.unwrap_or(0).min(i64::MAX as u64) as i64;
-            let quota = state.attachment_quota;
+            let quota = database_quota(&*client, state, database_id).await?;
             if held >= quota || held.saturating_add(incoming) > quota {
                 return Err(over_quota(quota));
             }
@@ -438,8 +449,9 @@ async fn register(
             let (schema, _) = state.schemas.get_for_write(tx, database_id).await?;
             check_target(tx, &schema, table_id, &form.field_id, &form.record_id, true).await?;
             let size = form.stored.size_bytes;
-            if !registry::charge(tx, database_id, size, state.attachment_quota).await? {
-                return Err(over_quota(state.attachment_quota));
+            let quota = database_quota(tx, state, database_id).await?;
+            if !registry::charge(tx, database_id, size, quota).await? {
+                return Err(over_quota(quota));
             }
             let row = registry::insert(
                 tx,

@@ -140,8 +140,16 @@ pub async fn require_principal(
         Ok(body) => body,
         Err(e) => return e.into_response(),
     };
+    let counted = principal.database_id.clone();
     parts.extensions.insert(Caller(principal));
-    next.run(Request::from_parts(parts, body)).await
+    let response = next.run(Request::from_parts(parts, body)).await;
+    // Usage (`request_counts`): a 421 is retried by the router elsewhere.
+    if let Some(database_id) = counted {
+        if response.status().as_u16() != cluster_protocol::MISPLACED_STATUS {
+            state.requests.count(&database_id);
+        }
+    }
+    response
 }
 
 impl FromRequestParts<AppState> for Caller {

@@ -57,6 +57,8 @@ pub struct NewDatabase<'a> {
     pub name: &'a str,
     pub position: i64,
     pub user_id: &'a str,
+    /// The owner's overrides of this database's limits (from the allocation).
+    pub limits: cluster_protocol::control::quotas::DatabaseLimits,
 }
 
 /// Inserts the row; `None` when a database with this id already exists.
@@ -65,15 +67,25 @@ pub async fn insert(
     new: &NewDatabase<'_>,
 ) -> Result<Option<Database>, tokio_postgres::Error> {
     let sql = format!(
-        "INSERT INTO databases (id, tag, name, position, owner_id, created_by, updated_by)
-         VALUES ($1, $2, $3, $4, $5, $5, $5)
+        "INSERT INTO databases (id, tag, name, position, owner_id, created_by, updated_by,
+                                max_tables, max_fields_per_table, max_attachment_bytes)
+         VALUES ($1, $2, $3, $4, $5, $5, $5, $6, $7, $8)
          ON CONFLICT DO NOTHING
          RETURNING {COLUMNS}"
     );
     let row = c
         .query_opt(
             &sql,
-            &[&new.id, &new.tag, &new.name, &new.position, &new.user_id],
+            &[
+                &new.id,
+                &new.tag,
+                &new.name,
+                &new.position,
+                &new.user_id,
+                &new.limits.tables_per_database,
+                &new.limits.fields_per_table,
+                &new.limits.attachment_bytes,
+            ],
         )
         .await?;
     row.as_ref().map(from_row).transpose()
@@ -86,6 +98,48 @@ pub async fn get(
     let sql = format!("SELECT {COLUMNS} FROM databases WHERE id = $1");
     let row = c.query_opt(&sql, &[&id]).await?;
     row.as_ref().map(from_row).transpose()
+}
+
+/// The limits in force for one database: its owner's overrides
+/// (`max_*`, set by the control plane) or the defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub tables: i64,
+    pub fields_per_table: i64,
+    pub attachment_bytes: i64,
+}
+
+/// The limits of `id` (the defaults when this shard has no row for it);
+/// `attachment_bytes` is the node's default storage quota.
+pub async fn limits(
+    c: &impl GenericClient,
+    id: &str,
+    attachment_bytes: i64,
+) -> Result<Limits, tokio_postgres::Error> {
+    let defaults = Limits {
+        tables: crate::config::MAX_TABLES_PER_DATABASE,
+        fields_per_table: crate::config::MAX_FIELDS_PER_TABLE,
+        attachment_bytes,
+    };
+    let row = c
+        .query_opt(
+            "SELECT max_tables, max_fields_per_table, max_attachment_bytes
+             FROM databases WHERE id = $1",
+            &[&id],
+        )
+        .await?;
+    let Some(row) = row else {
+        return Ok(defaults);
+    };
+    Ok(Limits {
+        tables: row.try_get::<_, Option<i64>>(0)?.unwrap_or(defaults.tables),
+        fields_per_table: row
+            .try_get::<_, Option<i64>>(1)?
+            .unwrap_or(defaults.fields_per_table),
+        attachment_bytes: row
+            .try_get::<_, Option<i64>>(2)?
+            .unwrap_or(defaults.attachment_bytes),
+    })
 }
 
 /// The database's owner (`owner_id`, set once at creation), or `None`

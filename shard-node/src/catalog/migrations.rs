@@ -47,6 +47,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "match_clock_cursor",
         sql: include_str!("../../migrations/0008_match_clock_cursor.sql"),
     },
+    Migration {
+        number: 9,
+        name: "quotas",
+        sql: include_str!("../../migrations/0009_quotas.sql"),
+    },
 ];
 
 /// The shard catalog: its lock key ("shardmig" in ASCII) and list.

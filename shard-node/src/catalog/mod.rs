@@ -11,6 +11,7 @@ pub mod match_sweep;
 pub mod migrations;
 pub mod outbox;
 pub mod placements;
+pub mod request_counts;
 pub mod share_links;
 pub mod tables;
 pub mod views;

@@ -41,6 +41,7 @@ pub async fn create(db: &Db, creator: &Creator, name: &str) -> ApiResult<Databas
         name,
         position: allocation.position,
         user_id: &creator.principal.user_id,
+        limits: allocation.limits,
     };
     db.measured(DbOp::CreateDatabase, async {
         let mut client = db.client().await?;

@@ -11,7 +11,6 @@ use serde_json::{Map, Value};
 use crate::auth::Editor;
 use crate::catalog::placements::Need;
 use crate::catalog::{self, tables};
-use crate::config::MAX_FIELDS_PER_TABLE;
 use crate::db::{fenced_transaction_on, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::fields::options::{self, formula, link, lookup_rollup, scalar, select};
@@ -83,7 +82,11 @@ pub async fn create(
         let tag = structural::begin(tx, database_id).await?;
         let schema = state.schemas.get_locked(tx, database_id).await?;
         let table = schema.table(table_id).ok_or(ApiError::NotFound)?;
-        check_cap(table, 1)?;
+        // The owner's quota (`databases.max_fields_per_table`) or the default.
+        let cap = catalog::databases::limits(tx, database_id, 0)
+            .await?
+            .fields_per_table;
+        check_cap(table, 1, cap)?;
         let field_id = ids::new_tagged(Kind::Field, &tag);
         let position = next_position(table);
         let env = filter_env(&schema)?;
@@ -174,9 +177,9 @@ pub async fn create(
                     .table(&plan.target_table_id)
                     .ok_or_else(|| anyhow::anyhow!("link target vanished"))?;
                 if target.id == table.id {
-                    check_cap(table, 2)?;
+                    check_cap(table, 2, cap)?;
                 } else {
-                    check_cap(target, 1)?;
+                    check_cap(target, 1, cap)?;
                 }
                 row.costume = Costume::Link;
                 row.options = plan.forward;
@@ -222,11 +225,11 @@ pub async fn create(
     Ok(field.to_json(Some(schema.operators(field))))
 }
 
-/// 400 when `adding` more fields would pass the cap of `table`.
-fn check_cap(table: &TableSchema, adding: i64) -> ApiResult<()> {
-    if table.fields.len() as i64 + adding > MAX_FIELDS_PER_TABLE {
+/// 400 when `adding` more fields would pass `cap` (fields per table).
+fn check_cap(table: &TableSchema, adding: i64, cap: i64) -> ApiResult<()> {
+    if table.fields.len() as i64 + adding > cap {
         return Err(ApiError::bad_request(format!(
-            "A table can have at most {MAX_FIELDS_PER_TABLE} fields ('{}' is full).",
+            "A table can have at most {cap} fields ('{}' is full).",
             table.name
         )));
     }

@@ -8,9 +8,8 @@ use cluster_protocol::ids::{self, Kind};
 use serde_json::{json, Value};
 
 use crate::auth::Editor;
-use crate::catalog::tables;
 use crate::catalog::tables::Table;
-use crate::config::MAX_TABLES_PER_DATABASE;
+use crate::catalog::{databases, tables};
 use crate::db::{Db, DbOp};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{required_name, JsonObject};
@@ -35,9 +34,11 @@ pub async fn create(db: &Db, database_id: &str, user_id: &str, name: &str) -> Ap
         .in_structural_transaction(database_id, DbOp::CreateTable, async |tx| {
             let tag = structural::begin(tx, database_id).await?;
             let (count, max_position) = tables::count_and_max_position(tx, database_id).await?;
-            if count >= MAX_TABLES_PER_DATABASE {
+            // The owner's quota (`databases.max_tables`) or the default.
+            let cap = databases::limits(tx, database_id, 0).await?.tables;
+            if count >= cap {
                 return Err(ApiError::bad_request(format!(
-                    "A database can hold at most {MAX_TABLES_PER_DATABASE} tables."
+                    "A database can hold at most {cap} tables."
                 )));
             }
             let table_id = ids::new_tagged(Kind::Table, &tag);

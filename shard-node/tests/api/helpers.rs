@@ -428,6 +428,7 @@ pub fn creator(user: &str) -> Principal {
             url: "http://unused".into(),
         },
         epoch: 1,
+        limits: Default::default(),
     };
     Principal {
         new_database: Some(allocation),
