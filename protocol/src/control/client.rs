@@ -182,7 +182,9 @@ impl ControlPlaneClient {
         path: &str,
         query: &Q,
     ) -> Result<T, ClientError> {
-        self.send(self.http.get(self.url(path)).query(query)).await
+        let url = self.url(path);
+        let req = self.http.get(&url).query(query);
+        self.send(reqwest::Method::GET, url, req).await
     }
     async fn post<B: Serialize, T: DeserializeOwned>(
         &self,
@@ -446,14 +448,14 @@ impl ControlPlaneClient {
         change: &QuotaChange,
     ) -> Result<AccountQuotas, ClientError> {
         let url = self.url(&format!("/internal/users/{user_id}/quotas"));
-        self.send(self.http.put(url).json(change)).await
+        let req = self.http.put(&url).json(change);
+        self.send(reqwest::Method::PUT, url, req).await
     }
     pub async fn usage(&self, user_id: &str) -> Result<AccountUsage, ClientError> {
         self.get(&format!("/internal/users/{user_id}/usage")).await
     }
     pub async fn top_usage(&self, top: u32, by: UsageMeasure) -> Result<TopUsage, ClientError> {
         let query = [("top", top.to_string()), ("by", by.as_str().to_string())];
-        self.send(self.http.get(self.url("/internal/usage")).query(&query))
-            .await
+        self.get_query("/internal/usage", &query).await
     }
 }
