@@ -8,7 +8,6 @@
 //! * [`millis`] and [`secs`]: a positive whole number of milliseconds or
 //!   seconds.
 //! * [`on_off`]: a switch, `on` or `off`.
-//! * [`log_format`]: `text` or `json`.
 //!
 //! Surrounding blanks are ignored, and [`blank_is_unset`] makes a blank
 //! environment variable count as unset, as it always has.
@@ -99,16 +98,6 @@ pub fn on_off(text: &str) -> anyhow::Result<bool> {
         "on" => Ok(true),
         "off" => Ok(false),
         other => anyhow::bail!("{other:?} is neither on nor off"),
-    }
-}
-
-/// The format of log lines: `text` or `json` (any case).
-pub fn log_format(text: &str) -> anyhow::Result<crate::telemetry::LogFormat> {
-    use crate::telemetry::LogFormat;
-    match text.trim().to_ascii_lowercase().as_str() {
-        "text" => Ok(LogFormat::Text),
-        "json" => Ok(LogFormat::Json),
-        other => anyhow::bail!("{other:?} is neither text nor json"),
     }
 }
 
@@ -215,13 +204,9 @@ mod tests {
     }
 
     #[test]
-    fn switches_and_log_formats() {
-        use crate::telemetry::LogFormat;
+    fn switches() {
         assert!(on_off(" ON ").unwrap());
         assert!(!on_off("off").unwrap());
         assert!(on_off("yes").is_err());
-        assert_eq!(log_format("JSON").unwrap(), LogFormat::Json);
-        assert_eq!(log_format("text").unwrap(), LogFormat::Text);
-        assert!(log_format("xml").is_err());
     }
 }

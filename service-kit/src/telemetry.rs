@@ -32,12 +32,23 @@ pub enum LogFormat {
     Json,
 }
 
+impl LogFormat {
+    /// `text` or `json` (any case): `LOG_FORMAT`'s parser.
+    pub fn parse(text: &str) -> anyhow::Result<LogFormat> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            other => anyhow::bail!("{other:?} is neither text nor json"),
+        }
+    }
+}
+
 /// The logging settings every service has (flattened into its clap
 /// `Settings`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::Args)]
 pub struct LogSettings {
     /// Log lines: `text`, or `json` (one object a line, with the trace id).
-    #[arg(long, env = "LOG_FORMAT", default_value = "text", value_parser = parse::log_format)]
+    #[arg(long, env = "LOG_FORMAT", default_value = "text", value_parser = LogFormat::parse)]
     pub log_format: LogFormat,
     /// One log line per request (method, route template, status,
     /// duration_ms, database_id): `on` or `off`.
@@ -245,5 +256,12 @@ mod tests {
         .unwrap();
         assert_eq!(s.log_format, LogFormat::Json);
         assert!(!s.access_log);
+    }
+
+    #[test]
+    fn log_formats() {
+        assert_eq!(LogFormat::parse(" JSON").unwrap(), LogFormat::Json);
+        assert_eq!(LogFormat::parse("text").unwrap(), LogFormat::Text);
+        assert!(LogFormat::parse("xml").is_err());
     }
 }
