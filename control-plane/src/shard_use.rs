@@ -133,19 +133,7 @@ pub async fn usage(
         )
         .await
         .context("read usage")?;
-    rows.iter()
-        .map(|r| {
-            Ok(DatabaseUsage {
-                database_id: r.try_get("id")?,
-                shard: shard.to_string(),
-                records: r.try_get("records")?,
-                attachment_bytes: r.try_get("attachment_bytes")?,
-                requests_last_hour: r.try_get("hour")?,
-                requests_last_day: r.try_get("day")?,
-                tables: r.try_get("tables")?,
-            })
-        })
-        .collect()
+    rows.iter().map(|r| usage_row(r, shard)).collect()
 }
 
 /// Usage of every database on this shard (the fleet view): one pass over
@@ -175,17 +163,18 @@ pub async fn usage_of_all(
         )
         .await
         .context("read the shard's usage")?;
-    rows.iter()
-        .map(|r| {
-            Ok(DatabaseUsage {
-                database_id: r.try_get("id")?,
-                shard: shard.to_string(),
-                records: r.try_get("records")?,
-                attachment_bytes: r.try_get("attachment_bytes")?,
-                requests_last_hour: r.try_get("hour")?,
-                requests_last_day: r.try_get("day")?,
-                tables: r.try_get("tables")?,
-            })
-        })
-        .collect()
+    rows.iter().map(|r| usage_row(r, shard)).collect()
+}
+
+/// One database's usage as both usage reads name their columns.
+fn usage_row(r: &tokio_postgres::Row, shard: &str) -> anyhow::Result<DatabaseUsage> {
+    Ok(DatabaseUsage {
+        database_id: r.try_get("id")?,
+        shard: shard.to_string(),
+        records: r.try_get("records")?,
+        attachment_bytes: r.try_get("attachment_bytes")?,
+        requests_last_hour: r.try_get("hour")?,
+        requests_last_day: r.try_get("day")?,
+        tables: r.try_get("tables")?,
+    })
 }

@@ -5,11 +5,12 @@
 //! and each exit code with its JSON error on stderr (usage, refused,
 //! unreachable, aborted, timed out).
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use cluster_protocol::control::MoveState;
-use e2e_tests::moves::{cli, cli_within, database, env_file, get_move, wait_finished, wait_state};
+use e2e_tests::moves::{
+    cli, cli_command, cli_within, database, get_move, wait_finished, wait_state,
+};
 use e2e_tests::{cluster, Person};
 use serde_json::{json, Value};
 
@@ -18,20 +19,7 @@ use crate::moves_keep::other_shard;
 /// Exit code, stdout and stderr of the CLI run with the cluster's URL and
 /// token overridden by `env`.
 async fn run_with(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
-    let file = env_file();
-    let var = |k: &str| {
-        file.get(k)
-            .cloned()
-            .unwrap_or_else(|| panic!("the env file lacks {k}"))
-    };
-    let out = tokio::process::Command::new(format!("{}/control-plane", var("BIN_DIR")))
-        .args(args)
-        .env("CONTROL_PLANE_URL", var("CONTROL_PLANE_URL"))
-        .env("CONTROL_PLANE_TOKEN", var("CONTROL_PLANE_TOKEN"))
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
+    let out = cli_command(args).envs(env.iter().copied()).output();
     let out = tokio::time::timeout(Duration::from_secs(60), out)
         .await
         .expect("the CLI answers within a minute")
@@ -317,27 +305,18 @@ async fn a_waited_move_that_is_aborted_exits_aborted() {
     let owner = Person::new().await;
     let db = new_database(&owner).await;
     let to = other_shard(&database(&db).await.shard).await;
-    let file = env_file();
-    let var = |k: &str| file.get(k).cloned().unwrap_or_default();
-    let child = tokio::process::Command::new(format!("{}/control-plane", var("BIN_DIR")))
-        .args([
-            "move",
-            &db,
-            "--to",
-            &to,
-            "--wait",
-            "--step-delay-ms",
-            "2000",
-            "--json",
-        ])
-        .env("CONTROL_PLANE_URL", var("CONTROL_PLANE_URL"))
-        .env("CONTROL_PLANE_TOKEN", var("CONTROL_PLANE_TOKEN"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("run the CLI");
+    let child = cli_command(&[
+        "move",
+        &db,
+        "--to",
+        &to,
+        "--wait",
+        "--step-delay-ms",
+        "2000",
+        "--json",
+    ])
+    .spawn()
+    .expect("run the CLI");
     // Find the move the waiting CLI started, and abort it while it copies.
     let id = loop {
         let listed = cli(&["moves", "list", "--database", &db, "--json"])

@@ -77,26 +77,33 @@ impl CliRun {
     }
 }
 
-/// Runs `$BIN_DIR/control-plane ARGS` with the cluster's URL and token;
-/// killed (and the test failed) after `limit`.
-pub async fn cli_within(args: &[&str], limit: Duration) -> CliRun {
+/// `$BIN_DIR/control-plane ARGS` with the cluster's URL and token, its
+/// output piped, killed when dropped: not started yet.
+pub fn cli_command(args: &[&str]) -> tokio::process::Command {
     let env = env_file();
     let var = |k: &str| {
         env.get(k)
             .cloned()
             .unwrap_or_else(|| panic!("the env file lacks {k}"))
     };
-    let bin = format!("{}/control-plane", var("BIN_DIR"));
-    let child = tokio::process::Command::new(&bin)
+    let mut command = tokio::process::Command::new(format!("{}/control-plane", var("BIN_DIR")));
+    command
         .args(args)
         .env("CONTROL_PLANE_URL", var("CONTROL_PLANE_URL"))
         .env("CONTROL_PLANE_TOKEN", var("CONTROL_PLANE_TOKEN"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
+        .kill_on_drop(true);
+    command
+}
+
+/// Runs `$BIN_DIR/control-plane ARGS` with the cluster's URL and token;
+/// killed (and the test failed) after `limit`.
+pub async fn cli_within(args: &[&str], limit: Duration) -> CliRun {
+    let child = cli_command(args)
         .spawn()
-        .unwrap_or_else(|e| panic!("run {bin}: {e}"));
+        .unwrap_or_else(|e| panic!("run the control-plane CLI: {e}"));
     let out = tokio::time::timeout(limit, child.wait_with_output())
         .await
         .unwrap_or_else(|_| panic!("control-plane {args:?} still running after {limit:?}"))

@@ -4,9 +4,9 @@
 use std::sync::OnceLock;
 
 use http::{HeaderMap, HeaderValue, Method, Uri};
-use opentelemetry::propagation::{Extractor, Injector};
 use rand::Rng;
-use tracing_opentelemetry::OpenTelemetrySpanExt;
+pub use service_kit::trace::TRACEPARENT;
+use service_kit::trace::{adopt_parent, inject};
 
 /// Whether spans carry OpenTelemetry contexts: they are exported (the
 /// condition `telemetry::init` uses) or logged with their ids (JSON lines).
@@ -81,44 +81,12 @@ impl RequestSpan {
     }
 }
 
-struct Extract<'a>(&'a HeaderMap);
-impl Extractor for Extract<'_> {
-    fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).and_then(|v| v.to_str().ok())
-    }
-    fn keys(&self) -> Vec<&str> {
-        self.0.keys().map(|k| k.as_str()).collect()
-    }
-}
-
-struct Inject<'a>(&'a mut HeaderMap);
-impl Injector for Inject<'_> {
-    fn set(&mut self, key: &str, value: String) {
-        if let (Ok(name), Ok(value)) = (
-            http::HeaderName::try_from(key),
-            HeaderValue::try_from(value),
-        ) {
-            self.0.insert(name, value);
-        }
-    }
-}
-
-/// Makes `span` a child of the incoming trace context, if any.
-pub fn adopt_parent(span: &tracing::Span, incoming: &HeaderMap) {
-    if !incoming.contains_key(TRACEPARENT) {
-        return;
-    }
-    let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&Extract(incoming)));
-    let _ = span.set_parent(parent);
-}
-
 /// Sets `traceparent` on the outgoing headers: from the span's OpenTelemetry
 /// context when export is on, else the incoming trace id with a new span id
 /// (or a fresh trace).
 pub fn propagate(span: &RequestSpan, incoming: &HeaderMap, out: &mut HeaderMap) {
     if exporting() {
-        let cx = span.open().context();
-        opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&cx, &mut Inject(out)));
+        inject(span.open(), out);
         if out.contains_key(TRACEPARENT) {
             return;
         }
@@ -128,8 +96,6 @@ pub fn propagate(span: &RequestSpan, incoming: &HeaderMap, out: &mut HeaderMap) 
         out.insert(TRACEPARENT, v);
     }
 }
-
-pub const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
 
 /// `00-<trace>-<span>-<flags>`, keeping a valid incoming trace id and flags.
 pub fn fallback_traceparent(incoming: Option<&str>) -> String {
