@@ -7,6 +7,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use cluster_protocol::error::{ErrorBody, ErrorCode};
 use serde::de::DeserializeOwned;
+use service_kit::pg_failover;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -22,7 +23,10 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
-    /// 503: a dependency (Redis) refused a write the change needs; nothing changed.
+    /// 503 with `Retry-After`: a dependency (Redis) refused a write the
+    /// change needs (nothing changed), or the catalog's primary is gone or
+    /// moving (a failover: a change whose COMMIT was cut off has an unknown
+    /// outcome, never a 200).
     #[error("{0}")]
     Unavailable(String),
     #[error(transparent)]
@@ -59,34 +63,58 @@ impl ApiError {
     }
 }
 
+/// The answer of an error: a failover of the catalog (anywhere along the
+/// error's chain, see `service_kit::pg_failover`) is a 503, not a 500.
+fn failover_to_unavailable(e: ApiError) -> ApiError {
+    match e {
+        ApiError::Internal(cause) if pg_failover::in_anyhow(&cause).is_some() => {
+            tracing::warn!(error = format!("{cause:#}"), "catalog unavailable");
+            ApiError::Unavailable(pg_failover::UNAVAILABLE_MESSAGE.to_owned())
+        }
+        other => other,
+    }
+}
+
 impl From<tokio_postgres::Error> for ApiError {
     fn from(e: tokio_postgres::Error) -> Self {
-        ApiError::Internal(anyhow::Error::new(e).context("catalog query"))
+        failover_to_unavailable(ApiError::Internal(
+            anyhow::Error::new(e).context("catalog query"),
+        ))
     }
 }
 
 impl From<deadpool_postgres::PoolError> for ApiError {
     fn from(e: deadpool_postgres::PoolError) -> Self {
-        ApiError::Internal(anyhow::Error::new(e).context("catalog connection"))
+        failover_to_unavailable(ApiError::Internal(
+            anyhow::Error::new(e).context("catalog connection"),
+        ))
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        match &self {
+        let this = failover_to_unavailable(self);
+        match &this {
             ApiError::Internal(e) => tracing::error!(error = format!("{e:#}"), "internal error"),
             ApiError::Unavailable(m) => tracing::warn!(message = %m, "change refused"),
             _ => {}
         }
-        let body = self.body();
+        let body = this.body();
         let status =
             StatusCode::from_u16(body.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        (
+        let mut resp = (
             status,
             [(header::CONTENT_TYPE, "application/json")],
             body.to_json(),
         )
-            .into_response()
+            .into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            resp.headers_mut().insert(
+                header::RETRY_AFTER,
+                header::HeaderValue::from(pg_failover::RETRY_AFTER_SECS),
+            );
+        }
+        resp
     }
 }
 
@@ -101,5 +129,33 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
             Ok(axum::Json(value)) => Ok(Body(value)),
             Err(rejection) => Err(ApiError::BadRequest(rejection.body_text())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_lost_catalog_primary_is_a_503_with_retry_after() {
+        // Nothing listens on port 1: refused, as when the catalog's
+        // primary is gone and no other host is read-write yet.
+        let cfg: tokio_postgres::Config = "postgres://x@127.0.0.1:1/x".parse().unwrap();
+        let lost = cfg.connect(tokio_postgres::NoTls).await.unwrap_err();
+        let wrapped = ApiError::Internal(
+            anyhow::Error::new(cfg.connect(tokio_postgres::NoTls).await.unwrap_err())
+                .context("create key"),
+        );
+        for err in [ApiError::from(lost), wrapped] {
+            let resp = err.into_response();
+            assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(resp.headers()[header::RETRY_AFTER], "1");
+        }
+    }
+
+    #[test]
+    fn other_internal_errors_stay_500() {
+        let resp = ApiError::Internal(anyhow::anyhow!("a bug")).into_response();
+        assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
     }
 }

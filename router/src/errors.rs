@@ -108,7 +108,8 @@ impl ApiError {
                     StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
                     body.to_json(),
                 );
-                if body.code == ErrorCode::RateLimited {
+                // A retryable envelope of another tier keeps its retry hint.
+                if matches!(body.code, ErrorCode::RateLimited | ErrorCode::Unavailable) {
                     resp.headers_mut()
                         .insert(header::RETRY_AFTER, HeaderValue::from(1u64));
                 }

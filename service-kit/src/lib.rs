@@ -13,11 +13,14 @@
 //! * [`parse`]: value parsers of settings (durations, counts, sizes).
 //! * [`listen`]: a PostgreSQL `LISTEN` session that wakes a worker.
 //! * [`migrations`]: numbered catalog migrations, one transaction each.
+//! * [`pg_failover`]: following a PostgreSQL primary that moves (timeouts,
+//!   the failover error classes, discarding sessions to a lost primary).
 
 pub mod listen;
 pub mod metrics;
 pub mod migrations;
 pub mod parse;
+pub mod pg_failover;
 pub mod process;
 pub mod secret;
 pub mod serve;

@@ -3,6 +3,7 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use cluster_protocol::error::{ErrorBody, ErrorCode};
+use service_kit::pg_failover;
 
 /// Message of the 421 a shard answers for a database it does not hold.
 pub const MISPLACED_MESSAGE: &str = "This database is not held by this shard.";
@@ -66,8 +67,10 @@ pub enum ApiError {
     #[error("misplaced database")]
     Misplaced,
     /// 503 with `Retry-After`: no session free in time (in the pool or in
-    /// the database's share of it), or a table lock not granted in time.
-    /// Transient; the message says so.
+    /// the database's share of it), a table lock not granted in time, or
+    /// the shard's primary gone or moved (a failover; a write whose COMMIT
+    /// was cut off has an unknown outcome, never a 200). Transient; the
+    /// message says so.
     #[error("unavailable: {0}")]
     Unavailable(&'static str),
     /// 500; the cause is logged once, when the response is built, never shown.
@@ -83,9 +86,16 @@ impl ApiError {
     }
 }
 
-/// The answer a time limit earns, for a PostgreSQL error that is one.
-fn time_limit(e: &tokio_postgres::Error) -> Option<ApiError> {
+/// The answer a PostgreSQL error earns when it is not a fault of ours: a
+/// time limit (400 or 503), or the primary gone or moved (503 with the
+/// failover message; see `service_kit::pg_failover`, which also marks the
+/// pool's older sessions to be discarded). `None` for anything else.
+fn retryable(e: &tokio_postgres::Error) -> Option<ApiError> {
     use tokio_postgres::error::SqlState;
+    if let Some(failover) = pg_failover::classify(e) {
+        pg_failover::note(failover);
+        return Some(ApiError::Unavailable(pg_failover::UNAVAILABLE_MESSAGE));
+    }
     match e.code()? {
         c if *c == SqlState::QUERY_CANCELED => Some(ApiError::bad_request(TOO_SLOW_MESSAGE)),
         c if *c == SqlState::LOCK_NOT_AVAILABLE => Some(ApiError::Unavailable(LOCKED_MESSAGE)),
@@ -93,37 +103,48 @@ fn time_limit(e: &tokio_postgres::Error) -> Option<ApiError> {
     }
 }
 
-/// The answer for an internal error whose cause is a time limit or pool
-/// exhaustion (it may have been wrapped with context on the way up).
+/// The answer a pool error earns: every session stayed busy (503 busy),
+/// or no session to the primary could be opened (503 failover).
+fn pool_answer(e: &deadpool_postgres::PoolError) -> Option<ApiError> {
+    use deadpool_postgres::{PoolError, TimeoutType};
+    match e {
+        PoolError::Timeout(TimeoutType::Wait) | PoolError::Timeout(TimeoutType::Recycle) => {
+            Some(ApiError::Unavailable(POOL_BUSY_MESSAGE))
+        }
+        e => pg_failover::classify_pool(e).map(|failover| {
+            pg_failover::note(failover);
+            ApiError::Unavailable(pg_failover::UNAVAILABLE_MESSAGE)
+        }),
+    }
+}
+
+/// The answer for an internal error whose cause is a time limit, pool
+/// exhaustion or a failover (it may have been wrapped with context on the
+/// way up).
 fn limit_in_chain(cause: &anyhow::Error) -> Option<ApiError> {
     cause.chain().find_map(|e| {
         if let Some(pg) = e.downcast_ref::<tokio_postgres::Error>() {
-            return time_limit(pg);
+            return retryable(pg);
         }
-        match e.downcast_ref::<deadpool_postgres::PoolError>()? {
-            deadpool_postgres::PoolError::Timeout(_) => {
-                Some(ApiError::Unavailable(POOL_BUSY_MESSAGE))
-            }
-            _ => None,
-        }
+        pool_answer(e.downcast_ref::<deadpool_postgres::PoolError>()?)
     })
 }
 
 impl From<tokio_postgres::Error> for ApiError {
     fn from(e: tokio_postgres::Error) -> Self {
-        time_limit(&e)
+        retryable(&e)
             .unwrap_or_else(|| ApiError::Internal(anyhow::Error::new(e).context("postgres")))
     }
 }
 
 impl From<deadpool_postgres::PoolError> for ApiError {
     fn from(e: deadpool_postgres::PoolError) -> Self {
-        match e {
-            deadpool_postgres::PoolError::Timeout(kind) => {
-                tracing::warn!(?kind, "no pooled postgres session free in time");
-                ApiError::Unavailable(POOL_BUSY_MESSAGE)
+        match pool_answer(&e) {
+            Some(answer) => {
+                tracing::warn!(error = %e, "no pooled postgres session in time");
+                answer
             }
-            e => ApiError::Internal(anyhow::Error::new(e).context("postgres pool")),
+            None => ApiError::Internal(anyhow::Error::new(e).context("postgres pool")),
         }
     }
 }
@@ -204,5 +225,33 @@ mod tests {
             .headers()
             .get(cluster_protocol::HEADER_FOREIGN_TABLE)
             .is_none());
+    }
+
+    #[tokio::test]
+    async fn a_lost_primary_is_a_503_with_retry_after_not_a_500() {
+        // Nothing listens on port 1: the connection is refused, as when
+        // the primary's host is gone and no other host is read-write.
+        let cfg: tokio_postgres::Config = "postgres://x@127.0.0.1:1/x".parse().unwrap();
+        let e = cfg.connect(tokio_postgres::NoTls).await.unwrap_err();
+        for err in [
+            ApiError::from(cfg.connect(tokio_postgres::NoTls).await.unwrap_err()),
+            ApiError::Internal(anyhow::Error::new(e).context("insert record")),
+        ] {
+            let resp = err.into_response();
+            assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(resp.headers()[axum::http::header::RETRY_AFTER], "1");
+        }
+    }
+
+    #[test]
+    fn a_pool_that_cannot_open_a_session_is_a_503_and_a_busy_one_too() {
+        use deadpool_postgres::{PoolError, TimeoutType};
+        for e in [
+            PoolError::Timeout(TimeoutType::Create),
+            PoolError::Timeout(TimeoutType::Wait),
+        ] {
+            let resp = ApiError::from(e).into_response();
+            assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+        }
     }
 }

@@ -30,6 +30,10 @@ fn down(span: &RequestSpan, what: &str, e: impl std::fmt::Display) -> ApiError {
     ApiError::dependency_down()
 }
 
+/// The 503 of a creation the shard made but the catalog did not confirm.
+const OUTCOME_UNKNOWN_MESSAGE: &str = "The database may or may not have been created: part of \
+     the service could not be reached while it was. List your databases before creating it again.";
+
 fn internal(span: &RequestSpan, what: &str, e: impl std::fmt::Display) -> ApiError {
     span.log(|| tracing::error!(error = %e, "{what}"));
     ApiError::Internal
@@ -174,6 +178,10 @@ async fn lookup(
         .await
         .map_err(|e| internal(span, "database lookup reply unreadable", e))?
         .to_bytes();
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        // The shard is busy or failing over: retryable, as it said.
+        return Err(down(span, "database lookup unavailable", shard_url));
+    }
     if !status.is_success() {
         return Err(internal(
             span,
@@ -212,7 +220,8 @@ pub async fn create(
         Err(ClientError::Api { status, body }) if (400..500).contains(&status) => {
             return Err(ApiError::Upstream { status, body });
         }
-        Err(e) => return Err(internal(span, "database allocation failed", e)),
+        // Nothing was created yet: a retry is safe.
+        Err(e) => return Err(down(span, "database allocation failed", e)),
     };
     let mut headers = request_headers(&parts.headers, &caller.address);
     trace::propagate(span, &parts.headers, &mut headers);
@@ -238,7 +247,15 @@ pub async fn create(
     let result = match sent {
         Ok(resp) if resp.status().is_success() => match confirm(state, id).await {
             Ok(()) => Ok(client_response(resp)),
-            Err(e) => Err(internal(span, "database confirmation failed", e)),
+            // The shard created it, the catalog (failing over?) did not
+            // confirm it: the outcome is unknown to the client, a 503.
+            Err(e) => {
+                span.log(|| tracing::error!(error = %e, db = id, "database confirmation failed"));
+                Err(ApiError::Unavailable {
+                    message: OUTCOME_UNKNOWN_MESSAGE,
+                    retry_after_secs: 1,
+                })
+            }
         },
         Ok(resp) => {
             if let Err(e) = state.control.release_database(id).await {

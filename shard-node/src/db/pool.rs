@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime, Timeouts};
 use service_kit::metrics as pool_metrics;
+use service_kit::pg_failover;
 use tokio_postgres::NoTls;
 
 use crate::cancel::PgConn;
@@ -108,7 +109,9 @@ fn with_options(
     if cfg.get_application_name().is_none() {
         cfg.application_name(application);
     }
-    cfg.connect_timeout(CONNECT_TIMEOUT);
+    // Short per-host connect timeout, keepalives, tcp_user_timeout: a
+    // session to a vanished primary fails fast (`service_kit::pg_failover`).
+    pg_failover::harden(&mut cfg);
     Ok(cfg)
 }
 
@@ -129,6 +132,8 @@ fn build_pool(
         .wait_timeout(wait)
         .create_timeout(Some(CONNECT_TIMEOUT))
         .runtime(Runtime::Tokio1)
+        // Sessions opened before a failover error are not handed out again.
+        .pre_recycle(pg_failover::discard_stale_sessions())
         .build()
         .context("create the postgres pool")
 }

@@ -1,6 +1,8 @@
 //! One test binary for the chaos tests; run them one at a time
 //! (`--test-threads=1`, as deploy/test does). libtest runs them in name
-//! order: the kills on the two-shard cluster first, then `scale`, which
+//! order: the kills on the two-shard cluster first (`failover`, the
+//! PostgreSQL failovers of issue 30, needs the HA cluster deploy/test's
+//! chaos phase starts), then `scale`, which
 //! grows it to three shards, rebalances, drains and moves files, and last
 //! `traces`, which restarts the services exporting spans to the test.
 
@@ -8,6 +10,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod abort_offline;
+mod failover;
 mod kills;
 mod restart;
 mod scale;

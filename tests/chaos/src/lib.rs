@@ -5,6 +5,9 @@
 //! suite live in `e2e_tests::{moves, cluster_ops, files}`; these are the
 //! chaos-only ones.
 
+pub mod ha;
+pub mod write_load;
+
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
