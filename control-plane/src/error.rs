@@ -136,14 +136,22 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
 mod tests {
     use super::*;
 
+    /// The error of connecting with `cfg` (which must fail).
+    async fn refused(cfg: &tokio_postgres::Config) -> tokio_postgres::Error {
+        match cfg.connect(tokio_postgres::NoTls).await {
+            Ok(_) => panic!("nothing listens there"),
+            Err(e) => e,
+        }
+    }
+
     #[tokio::test]
     async fn a_lost_catalog_primary_is_a_503_with_retry_after() {
         // Nothing listens on port 1: refused, as when the catalog's
         // primary is gone and no other host is read-write yet.
         let cfg: tokio_postgres::Config = "postgres://x@127.0.0.1:1/x".parse().unwrap();
-        let lost = cfg.connect(tokio_postgres::NoTls).await.unwrap_err();
+        let lost = refused(&cfg).await;
         let wrapped = ApiError::Internal(
-            anyhow::Error::new(cfg.connect(tokio_postgres::NoTls).await.unwrap_err())
+            anyhow::Error::new(refused(&cfg).await)
                 .context("create key"),
         );
         for err in [ApiError::from(lost), wrapped] {

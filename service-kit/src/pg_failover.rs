@@ -8,7 +8,7 @@
 //! * [`harden`]: short connect timeouts per host and TCP keepalives plus
 //!   `tcp_user_timeout`, so a session to a host that vanished without
 //!   closing its sockets fails within seconds instead of hanging a request.
-//! * [`classify`] / [`in_chain`]: the one mapping from a PostgreSQL or pool
+//! * [`classify`] / [`in_anyhow`]: the one mapping from a PostgreSQL or pool
 //!   error to "the server went away or is not the primary now" (connection
 //!   lost or refused, SQLSTATE class 08, 25006 `read_only_sql_transaction`,
 //!   57P01 `admin_shutdown`, 57P02 `crash_shutdown`, 57P03
@@ -132,30 +132,20 @@ pub fn classify_pool(e: &PoolError) -> Option<Failover> {
     }
 }
 
-/// The first failover along an error chain (errors are often wrapped with
-/// context on their way up), recorded with [`note`].
-pub fn in_chain(e: &(dyn std::error::Error + 'static)) -> Option<Failover> {
-    let mut next = Some(e);
-    while let Some(err) = next {
-        let found = if let Some(pg) = err.downcast_ref::<tokio_postgres::Error>() {
-            classify(pg)
-        } else if let Some(pool) = err.downcast_ref::<PoolError>() {
-            classify_pool(pool)
-        } else {
-            None
-        };
-        if let Some(f) = found {
-            note(f);
-            return Some(f);
-        }
-        next = err.source();
+/// The failover one error of a chain means, if any.
+fn in_one(err: &(dyn std::error::Error + 'static)) -> Option<Failover> {
+    if let Some(pg) = err.downcast_ref::<tokio_postgres::Error>() {
+        return classify(pg);
     }
-    None
+    classify_pool(err.downcast_ref::<PoolError>()?)
 }
 
-/// [`in_chain`] over an `anyhow` chain.
+/// The first failover along an error's chain (errors are often wrapped
+/// with context on their way up), recorded with [`note`].
 pub fn in_anyhow(e: &anyhow::Error) -> Option<Failover> {
-    in_chain(e.as_ref())
+    let found = e.chain().find_map(in_one)?;
+    note(found);
+    Some(found)
 }
 
 /// When this process last saw a failover error.
@@ -165,11 +155,16 @@ static LAST_FAILOVER: Mutex<Option<Instant>> = Mutex::new(None);
 /// now is discarded at its next checkout ([`discard_stale_sessions`]).
 pub fn note(failover: Failover) {
     let mut last = LAST_FAILOVER.lock().unwrap_or_else(|p| p.into_inner());
-    *last = Some(Instant::now());
-    tracing::warn!(
-        ?failover,
-        "postgres session lost its primary: older pooled sessions will be reopened"
-    );
+    let now = Instant::now();
+    // Logged once per burst (after a quiet second): every request that
+    // meets the failover comes here.
+    if last.is_none_or(|at| now.duration_since(at) >= Duration::from_secs(1)) {
+        tracing::warn!(
+            ?failover,
+            "postgres session lost its primary: older pooled sessions will be reopened"
+        );
+    }
+    *last = Some(now);
 }
 
 /// Whether a session opened at `created` predates the failover seen at
@@ -219,12 +214,20 @@ mod tests {
         }
     }
 
+    /// The error of connecting with `cfg` (which must fail).
+    async fn refused(cfg: &tokio_postgres::Config) -> tokio_postgres::Error {
+        match cfg.connect(tokio_postgres::NoTls).await {
+            Ok(_) => panic!("nothing listens there"),
+            Err(e) => e,
+        }
+    }
+
     #[tokio::test]
     async fn a_refused_connection_is_a_lost_connection_and_is_noted() {
         // Port 1 on loopback: nothing listens there, the kernel refuses.
         let mut cfg: tokio_postgres::Config = "postgres://x@127.0.0.1:1/x".parse().unwrap();
         harden(&mut cfg);
-        let e = cfg.connect(tokio_postgres::NoTls).await.unwrap_err();
+        let e = refused(&cfg).await;
         assert_eq!(classify(&e), Some(Failover::ConnectionLost));
         let before = Instant::now();
         let wrapped = anyhow::Error::new(e).context("catalog query");

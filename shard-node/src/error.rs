@@ -227,14 +227,22 @@ mod tests {
             .is_none());
     }
 
+    /// The error of connecting with `cfg` (which must fail).
+    async fn refused(cfg: &tokio_postgres::Config) -> tokio_postgres::Error {
+        match cfg.connect(tokio_postgres::NoTls).await {
+            Ok(_) => panic!("nothing listens there"),
+            Err(e) => e,
+        }
+    }
+
     #[tokio::test]
     async fn a_lost_primary_is_a_503_with_retry_after_not_a_500() {
         // Nothing listens on port 1: the connection is refused, as when
         // the primary's host is gone and no other host is read-write.
         let cfg: tokio_postgres::Config = "postgres://x@127.0.0.1:1/x".parse().unwrap();
-        let e = cfg.connect(tokio_postgres::NoTls).await.unwrap_err();
+        let e = refused(&cfg).await;
         for err in [
-            ApiError::from(cfg.connect(tokio_postgres::NoTls).await.unwrap_err()),
+            ApiError::from(refused(&cfg).await),
             ApiError::Internal(anyhow::Error::new(e).context("insert record")),
         ] {
             let resp = err.into_response();

@@ -47,6 +47,9 @@ pub fn config(dsn: &str, knobs: &MoveConfig) -> anyhow::Result<Config> {
         None => cfg.password(Vec::<u8>::new()),
     };
     cfg.connect_timeout(CONNECT_TIMEOUT);
+    // Keepalives and tcp_user_timeout: a session to a lost shard primary
+    // fails instead of hanging the move.
+    service_kit::pg_failover::harden(&mut cfg);
     cfg.application_name("control-plane-mover");
     knobs.pg_tls.apply(&mut cfg);
     Ok(cfg)

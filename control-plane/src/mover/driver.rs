@@ -27,6 +27,9 @@ pub async fn drive(state: AppState, catalog_dsn: Arc<Secret>, id: String) -> any
     let mut cfg = tokio_postgres::Config::from_str(catalog_dsn.expose())
         .context("parse CONTROL_PLANE_DATABASE_URL")?;
     state.moves.pg_tls.apply(&mut cfg);
+    // A lock session to a lost catalog primary fails fast; the move is
+    // picked up again on a session to the new one.
+    service_kit::pg_failover::harden(&mut cfg);
     let (lock, conn) = cfg
         .connect(state.moves.pg_tls.clone())
         .await

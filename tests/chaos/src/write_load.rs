@@ -78,7 +78,7 @@ impl Load {
                         .post(&records, json!({"records": [{"fields": {"Name": name}}]}))
                         .await;
                     let id = (r.status == 200).then(|| e2e_tests::ids_in(&r.body, "records")[0].clone());
-                    writes.lock().unwrap().push(Write {
+                    writes.lock().unwrap_or_else(|p| p.into_inner()).push(Write {
                         sent,
                         answered: Instant::now(),
                         status: r.status,
@@ -98,7 +98,7 @@ impl Load {
 
     /// The writes answered so far.
     pub fn writes(&self) -> Vec<Write> {
-        self.writes.lock().unwrap().clone()
+        self.writes.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Waits until a write sent at or after `since` was acknowledged;
@@ -129,7 +129,7 @@ impl Load {
         for t in self.tasks {
             t.await.expect("a writer ran to the end");
         }
-        let writes = self.writes.lock().unwrap().clone();
+        let writes = self.writes.lock().unwrap_or_else(|p| p.into_inner()).clone();
         writes
     }
 }
