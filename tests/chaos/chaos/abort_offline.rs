@@ -24,11 +24,11 @@ async fn slots(pg: &tokio_postgres::Client) -> Vec<String> {
         "SELECT slot_name::text FROM pg_replication_slots WHERE slot_type = 'logical'",
         &[],
     )
-        .await
-        .expect("read pg_replication_slots")
-        .iter()
-        .map(|r| r.get(0))
-        .collect()
+    .await
+    .expect("read pg_replication_slots")
+    .iter()
+    .map(|r| r.get(0))
+    .collect()
 }
 
 #[tokio::test]
