@@ -150,10 +150,8 @@ mod tests {
         // primary is gone and no other host is read-write yet.
         let cfg: tokio_postgres::Config = "postgres://x@127.0.0.1:1/x".parse().unwrap();
         let lost = refused(&cfg).await;
-        let wrapped = ApiError::Internal(
-            anyhow::Error::new(refused(&cfg).await)
-                .context("create key"),
-        );
+        let wrapped =
+            ApiError::Internal(anyhow::Error::new(refused(&cfg).await).context("create key"));
         for err in [ApiError::from(lost), wrapped] {
             let resp = err.into_response();
             assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);

@@ -209,7 +209,9 @@ mod tests {
 
     #[test]
     fn ordinary_errors_are_not_failovers() {
-        for code in ["23505", "57014", "55P03", "42P01", "40001", "53300", "25P02"] {
+        for code in [
+            "23505", "57014", "55P03", "42P01", "40001", "53300", "25P02",
+        ] {
             assert_eq!(by_code(&SqlState::from_code(code)), None, "{code}");
         }
     }
@@ -250,13 +252,17 @@ mod tests {
         assert!(!is_stale(opened, None));
         let failover = opened + Duration::from_millis(5);
         assert!(is_stale(opened, Some(failover)));
-        assert!(!is_stale(failover + Duration::from_millis(1), Some(failover)));
+        assert!(!is_stale(
+            failover + Duration::from_millis(1),
+            Some(failover)
+        ));
     }
 
     #[test]
     fn harden_keeps_a_shorter_connect_timeout_and_sets_keepalives() {
-        let mut cfg: tokio_postgres::Config =
-            "postgres://x@h1:1,h2:2/x?connect_timeout=1".parse().unwrap();
+        let mut cfg: tokio_postgres::Config = "postgres://x@h1:1,h2:2/x?connect_timeout=1"
+            .parse()
+            .unwrap();
         harden(&mut cfg);
         assert_eq!(cfg.get_connect_timeout(), Some(&Duration::from_secs(1)));
         assert!(cfg.get_keepalives());

@@ -91,8 +91,14 @@ async fn one_failover(
     let other_load = Load::start(owner, &other_records, WRITERS).await;
     let warm = Instant::now();
     assert!(
-        hit_load.first_ack_sent_after(warm, Duration::from_secs(30)).await.is_some()
-            && other_load.first_ack_sent_after(warm, Duration::from_secs(30)).await.is_some(),
+        hit_load
+            .first_ack_sent_after(warm, Duration::from_secs(30))
+            .await
+            .is_some()
+            && other_load
+                .first_ack_sent_after(warm, Duration::from_secs(30))
+                .await
+                .is_some(),
         "writes are acknowledged before the kill"
     );
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -271,7 +277,9 @@ async fn ha_catalog_primary_lost_routers_serve_cached_keys_and_new_ones_wait_for
     let load = Load::start(&owner, &records, WRITERS).await;
     let warm = Instant::now();
     assert!(
-        load.first_ack_sent_after(warm, Duration::from_secs(30)).await.is_some(),
+        load.first_ack_sent_after(warm, Duration::from_secs(30))
+            .await
+            .is_some(),
         "writes are acknowledged before the kill"
     );
     let primary = ha::wait_leader(&members, "control", Duration::from_secs(30)).await;
@@ -327,7 +335,9 @@ async fn ha_shard_standby_data_directory_removed_primary_keeps_serving_and_stand
     let load = Load::start(&owner, &records, WRITERS).await;
     let warm = Instant::now();
     assert!(
-        load.first_ack_sent_after(warm, Duration::from_secs(30)).await.is_some(),
+        load.first_ack_sent_after(warm, Duration::from_secs(30))
+            .await
+            .is_some(),
         "writes are acknowledged before the standby is lost"
     );
 
@@ -341,7 +351,9 @@ async fn ha_shard_standby_data_directory_removed_primary_keeps_serving_and_stand
     // Writes go on with the rebuilt standby too.
     let rebuilt = Instant::now();
     assert!(
-        load.first_ack_sent_after(rebuilt, Duration::from_secs(30)).await.is_some(),
+        load.first_ack_sent_after(rebuilt, Duration::from_secs(30))
+            .await
+            .is_some(),
         "writes are acknowledged after the standby is rebuilt"
     );
     let writes = load.stop().await;

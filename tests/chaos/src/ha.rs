@@ -149,9 +149,9 @@ pub async fn wait_sync_standby(members: &[Member], member: &Member, limit: Durat
                 && role == "sync_standby"
                 && (state == "streaming" || state == "running")
         });
-        let led = now
-            .iter()
-            .any(|(name, role, state)| name != &member.name && role == "leader" && state == "running");
+        let led = now.iter().any(|(name, role, state)| {
+            name != &member.name && role == "leader" && state == "running"
+        });
         if standby && led {
             eprintln!("chaos: {} is a synchronous standby again", member.name);
             return;
@@ -201,7 +201,11 @@ fn read_pid(path: &str) -> u32 {
 
 /// The pid of `member`'s Patroni agent (`run/patroni-<member>.pid`).
 pub fn patroni_pid(member: &Member) -> u32 {
-    read_pid(&format!("{}/run/patroni-{}.pid", cluster_dir(), member.name))
+    read_pid(&format!(
+        "{}/run/patroni-{}.pid",
+        cluster_dir(),
+        member.name
+    ))
 }
 
 /// The pid of `member`'s postmaster (first line of its `postmaster.pid`).

@@ -77,13 +77,17 @@ impl Load {
                     let r = api
                         .post(&records, json!({"records": [{"fields": {"Name": name}}]}))
                         .await;
-                    let id = (r.status == 200).then(|| e2e_tests::ids_in(&r.body, "records")[0].clone());
-                    writes.lock().unwrap_or_else(|p| p.into_inner()).push(Write {
-                        sent,
-                        answered: Instant::now(),
-                        status: r.status,
-                        id,
-                    });
+                    let id =
+                        (r.status == 200).then(|| e2e_tests::ids_in(&r.body, "records")[0].clone());
+                    writes
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(Write {
+                            sent,
+                            answered: Instant::now(),
+                            status: r.status,
+                            id,
+                        });
                     tokio::time::sleep(PACE).await;
                 }
             }));
@@ -98,7 +102,10 @@ impl Load {
 
     /// The writes answered so far.
     pub fn writes(&self) -> Vec<Write> {
-        self.writes.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.writes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Waits until a write sent at or after `since` was acknowledged;
@@ -129,7 +136,11 @@ impl Load {
         for t in self.tasks {
             t.await.expect("a writer ran to the end");
         }
-        let writes = self.writes.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let writes = self
+            .writes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         writes
     }
 }
@@ -188,7 +199,11 @@ fn urlencode(s: &str) -> String {
 
 /// Asserts that every acknowledged write of `writes` is readable in
 /// `records`: zero acknowledged writes lost. Returns how many there were.
-pub async fn assert_no_acknowledged_write_lost(api: &Api, records: &str, writes: &[Write]) -> usize {
+pub async fn assert_no_acknowledged_write_lost(
+    api: &Api,
+    records: &str,
+    writes: &[Write],
+) -> usize {
     let present: std::collections::HashSet<String> =
         all_record_ids(api, records).await.into_iter().collect();
     let acked: Vec<&String> = writes.iter().filter_map(|w| w.id.as_ref()).collect();
