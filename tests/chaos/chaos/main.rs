@@ -9,6 +9,7 @@
 
 mod abort_offline;
 mod kills;
+mod move_failover;
 mod restart;
 mod scale;
 mod traces;
