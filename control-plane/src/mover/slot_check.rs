@@ -35,7 +35,11 @@ pub enum SlotState {
 /// names (`None`: no subscription; `Some(None)`: one detached from its
 /// slot, as a teardown leaves it), `source_has_slot` whether the source's
 /// `pg_replication_slots` has the move's slot `name`.
-pub fn classify(subscription_slot: Option<Option<&str>>, name: &str, source_has_slot: bool) -> SlotState {
+pub fn classify(
+    subscription_slot: Option<Option<&str>>,
+    name: &str,
+    source_has_slot: bool,
+) -> SlotState {
     match subscription_slot {
         Some(Some(slot)) if slot == name => {
             if source_has_slot {
@@ -113,8 +117,14 @@ mod tests {
 
     #[test]
     fn a_subscription_without_its_slot_on_the_source_is_a_lost_slot() {
-        assert_eq!(classify(Some(Some("tmv_a")), "tmv_a", false), SlotState::Lost);
-        assert_eq!(classify(Some(Some("tmv_a")), "tmv_a", true), SlotState::Present);
+        assert_eq!(
+            classify(Some(Some("tmv_a")), "tmv_a", false),
+            SlotState::Lost
+        );
+        assert_eq!(
+            classify(Some(Some("tmv_a")), "tmv_a", true),
+            SlotState::Present
+        );
     }
 
     #[test]
@@ -125,7 +135,10 @@ mod tests {
         assert_eq!(classify(Some(None), "tmv_a", false), SlotState::NotInUse);
         assert_eq!(classify(None, "tmv_a", true), SlotState::NotInUse);
         // A subscription on another slot is not this move's.
-        assert_eq!(classify(Some(Some("tmv_b")), "tmv_a", false), SlotState::NotInUse);
+        assert_eq!(
+            classify(Some(Some("tmv_b")), "tmv_a", false),
+            SlotState::NotInUse
+        );
     }
 
     #[test]
@@ -133,6 +146,9 @@ mod tests {
         let m = lost_message("shard-1", "tmv_abc");
         assert!(m.contains("shard-1 failed over"), "{m}");
         assert!(m.contains("replication slot tmv_abc was lost"), "{m}");
-        assert!(m.contains("start a new move once the shard is healthy"), "{m}");
+        assert!(
+            m.contains("start a new move once the shard is healthy"),
+            "{m}"
+        );
     }
 }
