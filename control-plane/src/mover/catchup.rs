@@ -1,6 +1,7 @@
 //! `catching_up`: a probe marker is written on the source and timed until
 //! the target has it; once the replication delay fits a quarter of the
-//! pause budget, the move goes to cutover.
+//! pause budget, the move goes to cutover. A slot lost to a failover of
+//! the source aborts the move ([`super::slot_check`]).
 
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use tokio_postgres::GenericClient;
 
 use super::admin::Admin;
 use super::context::{fatal, Ctx};
-use super::{replication, shard_catalog};
+use super::{replication, shard_catalog, slot_check};
 use crate::catalog::moves;
 
 /// Longest wait for one probe before it is written again.
@@ -60,6 +61,7 @@ pub async fn until_fits(ctx: &Ctx, source: &Admin, target: &Admin) -> anyhow::Re
         if ctx.abort_requested().await? {
             return Ok(false);
         }
+        slot_check::ensure(ctx, source, target).await?;
         let marker = new_marker("probe");
         if shard_catalog::set_marker(&**source, &ctx.database_id, &marker).await? == 0 {
             return Err(fatal(format!(

@@ -10,7 +10,7 @@ use anyhow::Context;
 use super::admin::Admin;
 use super::catchup::new_marker;
 use super::context::{fatal, Ctx};
-use super::{admin, replication, schema_copy, shard_catalog};
+use super::{admin, replication, schema_copy, shard_catalog, slot_check};
 use crate::catalog::moves;
 
 /// How often the copy's progress is read.
@@ -22,6 +22,9 @@ const MOVING_LOCK_TIMEOUT: &str = "10s";
 pub async fn run(ctx: &Ctx) -> anyhow::Result<bool> {
     let mut source = ctx.source().await?;
     let mut target = ctx.target().await?;
+    // A retry after the source failed over: the subscription of the
+    // earlier try still names a slot the new primary does not have.
+    slot_check::ensure(ctx, &source, &target).await?;
     mark_moving(ctx, &mut source).await?;
     teardown(ctx, &source, &target).await?;
     drop_target_copy(ctx, &mut target).await?;
@@ -109,6 +112,7 @@ async fn wait_copied(ctx: &Ctx, source: &Admin, target: &Admin) -> anyhow::Resul
         if ctx.abort_requested().await? {
             return Ok(false);
         }
+        slot_check::ensure(ctx, source, target).await?;
         let errors = replication::worker_errors(&**target, &ctx.name).await?;
         let first = *errors_before.get_or_insert(errors);
         if errors > first {

@@ -16,7 +16,7 @@ use super::catchup::{new_marker, until_fits, wait_marker};
 use super::context::{fatal, Ctx};
 use super::freeze::{fence, hold_ms, ms};
 use super::frozen_verify::{self, Verified};
-use super::{schema_copy, shard_catalog};
+use super::{schema_copy, shard_catalog, slot_check};
 use crate::catalog::moves;
 
 enum Outcome {
@@ -135,6 +135,9 @@ async fn attempt(ctx: &Ctx) -> anyhow::Result<Outcome> {
     )
     .await?
     {
+        // A marker that never comes: the source may have failed over and
+        // lost the slot (a fatal error: rolled back, then aborted).
+        slot_check::ensure(ctx, &source, &target).await?;
         return Ok(Outcome::OverBudget(format!(
             "the target had not replayed the fence (LSN {lsn}) within the budget"
         )));

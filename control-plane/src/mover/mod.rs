@@ -10,7 +10,8 @@
 //! * `copy`, `catchup`, `cutover`, `cleanup`, `abort`: the states' steps;
 //!   `freeze`: the hold and fence that verification and cutover begin with.
 //! * `schema_copy` + `ddl`: the tenant schema on the target.
-//! * `replication`: publication, subscription, slots.
+//! * `replication`: publication, subscription, slots; `slot_check`: a
+//!   slot lost to a failover of the source aborts the move.
 //! * `verify`: counts and sampled checksums before the flip.
 //! * `shard_catalog`: placements, markers and copies on shard instances.
 //! * `admin`, `sql`: admin connections, quoting and names.
@@ -31,6 +32,7 @@ pub mod orphans;
 pub mod replication;
 pub mod schema_copy;
 pub mod shard_catalog;
+pub mod slot_check;
 pub mod sql;
 pub mod verify;
 

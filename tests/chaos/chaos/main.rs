@@ -12,6 +12,7 @@
 mod abort_offline;
 mod failover;
 mod kills;
+mod move_failover;
 mod restart;
 mod scale;
 mod traces;
