@@ -323,8 +323,8 @@ async fn restore_drill_brings_a_shard_and_the_catalog_back_as_of_a_moment() {
     drop_scratch(scratch).await;
 }
 
-/// scratch-restore refuses a moment no backup covers, says why on stderr,
-/// prints nothing on stdout and leaves no scratch instance.
+/// scratch-restore refuses (exit status 2) a moment no backup covers, says
+/// why on stderr, prints nothing on stdout and leaves no scratch instance.
 #[tokio::test]
 async fn scratch_restore_refuses_what_no_backup_covers() {
     let cases = [
@@ -337,12 +337,16 @@ async fn scratch_restore_refuses_what_no_backup_covers() {
         let name = "refused";
         let out = dev_cluster(&["scratch-restore", "shard-1", at, name]).await;
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "scratch-restore at {at} fails");
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "scratch-restore at {at} is refused (status 2)"
+        );
         assert!(stderr.contains(reason), "{at}: says {reason:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{at}: nothing on stdout");
         let dir = format!("{}/scratch/{name}", env_file()["DEV_CLUSTER_DIR"]);
         assert!(!std::path::Path::new(&dir).exists(), "{at}: {dir} is not left");
     }
     let out = dev_cluster(&["scratch-restore", "shard-9", "2026-01-01T00:00:00Z", "x"]).await;
-    assert!(!out.status.success(), "an unknown instance is refused");
+    assert_eq!(out.status.code(), Some(2), "an unknown instance is refused");
 }
