@@ -211,9 +211,11 @@ async fn restore_drill_brings_a_shard_and_the_catalog_back_as_of_a_moment() {
         )
         .await,
     );
+    let changed_before_t = before_t[0].clone();
+    let changed_after_t = before_t[1].clone();
     api.patch(
         &format!("/api/tables/{items}/records"),
-        json!({"records": [{"id": before_t[0], "fields": {"Name": "a, changed before T"}}]}),
+        json!({"records": [{"id": changed_before_t, "fields": {"Name": "a, changed before T"}}]}),
     )
     .await
     .expect_ok();
@@ -264,7 +266,7 @@ async fn restore_drill_brings_a_shard_and_the_catalog_back_as_of_a_moment() {
         .await);
     api.patch(
         &format!("/api/tables/{items}/records"),
-        json!({"records": [{"id": before_t[1], "fields": {"Name": "changed after T"}}]}),
+        json!({"records": [{"id": changed_after_t, "fields": {"Name": "changed after T"}}]}),
     )
     .await
     .expect_ok();
@@ -300,8 +302,15 @@ async fn restore_drill_brings_a_shard_and_the_catalog_back_as_of_a_moment() {
             .find(|r| r["id"] == id)
             .map(|r| r[&name].clone())
     };
-    assert_eq!(name_of(&before_t[0]), Some(json!("a, changed before T")));
-    assert_ne!(name_of(&before_t[1]), Some(json!("changed after T")));
+    assert_eq!(
+        name_of(&changed_before_t),
+        Some(json!("a, changed before T"))
+    );
+    assert_eq!(
+        name_of(&changed_after_t),
+        Some(json!("b")),
+        "as it was at T"
+    );
     assert_eq!(catalog_tables(&restored, &db).await, tables_at_t);
     drop(restored);
     drop_scratch(&scratch).await;
@@ -345,7 +354,10 @@ async fn scratch_restore_refuses_what_no_backup_covers() {
         assert!(stderr.contains(reason), "{at}: says {reason:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{at}: nothing on stdout");
         let dir = format!("{}/scratch/{name}", env_file()["DEV_CLUSTER_DIR"]);
-        assert!(!std::path::Path::new(&dir).exists(), "{at}: {dir} is not left");
+        assert!(
+            !std::path::Path::new(&dir).exists(),
+            "{at}: {dir} is not left"
+        );
     }
     let out = dev_cluster(&["scratch-restore", "shard-9", "2026-01-01T00:00:00Z", "x"]).await;
     assert_eq!(out.status.code(), Some(2), "an unknown instance is refused");
