@@ -276,7 +276,7 @@ async fn restore_drill_brings_a_shard_and_the_catalog_back_as_of_a_moment() {
     let user_after = Person::new().await;
 
     // The shard as of T.
-    let scratch = format!("drill-{}", shard);
+    let scratch = format!("drill-{shard}");
     let dsn = scratch_restore(&shard, &t, &scratch).await;
     eprintln!("chaos: {shard} restored as of {t} at {dsn}");
     let restored = postgres_connect(&dsn).await;
