@@ -112,8 +112,10 @@ async fn control_plane_keeps_operator_routes_and_passwords_to_the_admin_token() 
         .await
         .expect("the admin lists shards");
     let secret = shards.shards.iter().find_map(|s| {
-        let url = reqwest::Url::parse(&s.postgres).ok()?;
-        url.password().map(String::from)
+        // A multi-host DSN (HA=1) is no URL to reqwest; tokio-postgres reads both.
+        let cfg: tokio_postgres::Config = s.postgres.parse().ok()?;
+        cfg.get_password()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
     });
     for tier in [
         "CONTROL_PLANE_ROUTER_TOKEN",

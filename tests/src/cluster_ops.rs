@@ -1,8 +1,9 @@
 //! Disturbing the whole test cluster, for the `chaos-tests` package (its
 //! tests run one at a time): `kill -9` of one component by its pid file
 //! (`DEV_CLUSTER_DIR/run/<component>.pid`: `router`, `control-plane`,
-//! `shard-<i>`, `redis`), a fast shutdown of one PostgreSQL instance
-//! (`pg/<instance>/postmaster.pid`), and `deploy/dev-cluster up` to start
+//! `shard-<i>`, `redis`; HA=1 also `etcd`, `patroni-<member>`), a fast
+//! shutdown of one PostgreSQL instance (`pg/<instance>/postmaster.pid`;
+//! HA=1: its Patroni members, see [`stop_postgres`]), and `deploy/dev-cluster up` to start
 //! whatever is not running, or to grow the cluster (`SHARDS=N`). Never
 //! used by the parallel e2e suite.
 
@@ -59,31 +60,120 @@ pub fn kill9(component: &str) {
     eprintln!("chaos: killed {component} (pid {pid})");
 }
 
-/// A fast shutdown (SIGINT to the postmaster) of PostgreSQL instance
-/// `instance` (`control`, `shard-<i>`); returns once it is gone.
-/// `dev_cluster_up` starts it again.
-pub fn stop_postgres(instance: &str) {
-    let path = format!("{}/pg/{instance}/postmaster.pid", cluster_dir());
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
-    let pid: u32 = text
+/// The postmaster's pid of the data directory `pg/<dir>` (first line of
+/// its `postmaster.pid`), if it has one.
+fn postmaster_pid(dir: &str) -> Option<u32> {
+    let path = format!("{}/pg/{dir}/postmaster.pid", cluster_dir());
+    std::fs::read_to_string(path)
+        .ok()?
         .lines()
         .next()
         .and_then(|l| l.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{path} starts with the postmaster's pid"));
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status()
-        .expect("run kill");
-    assert!(status.success(), "kill -INT {pid} (postgres {instance})");
+}
+
+/// Waits until process `pid` (`what`) is gone.
+fn wait_gone(pid: u32, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while alive(pid) {
-        assert!(
-            Instant::now() < deadline,
-            "postgres {instance} did not stop"
-        );
+        assert!(Instant::now() < deadline, "{what} did not stop");
         std::thread::sleep(Duration::from_millis(50));
     }
-    eprintln!("chaos: stopped postgres {instance} (pid {pid})");
+}
+
+/// One line of an HA=1 cluster's members file (`ha/members`).
+#[derive(Debug, Clone)]
+pub struct HaMember {
+    pub instance: String,
+    pub member: String,
+    pub pg_port: u16,
+    pub rest_port: u16,
+}
+
+/// The members of an HA=1 cluster (`HA_MEMBERS_FILE` of the env file);
+/// empty for a single-instance cluster.
+pub fn ha_members() -> Vec<HaMember> {
+    let Some(path) = env_file().get("HA_MEMBERS_FILE").cloned() else {
+        return Vec::new();
+    };
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some(HaMember {
+                instance: f.first()?.to_string(),
+                member: f.get(1)?.to_string(),
+                pg_port: f.get(2)?.parse().ok()?,
+                rest_port: f.get(3)?.parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+/// Makes PostgreSQL instance `instance` (`control`, `shard-<i>`)
+/// unreachable; returns once it is gone. Single-instance cluster: a fast
+/// shutdown (SIGINT) of its postmaster. HA=1: every member's Patroni is
+/// stopped (SIGTERM; it shuts its PostgreSQL down), the replicas first so
+/// none is promoted, since stopping only the primary would fail over.
+/// `dev_cluster_up` starts it again.
+pub fn stop_postgres(instance: &str) {
+    let members: Vec<HaMember> = ha_members()
+        .into_iter()
+        .filter(|m| m.instance == instance)
+        .collect();
+    if members.is_empty() {
+        let pid = postmaster_pid(instance)
+            .unwrap_or_else(|| panic!("pg/{instance}/postmaster.pid names the postmaster"));
+        signal("-INT", pid, &format!("postgres {instance}"));
+        wait_gone(pid, &format!("postgres {instance}"));
+        eprintln!("chaos: stopped postgres {instance} (pid {pid})");
+        return;
+    }
+    let mut ordered: Vec<(HaMember, bool)> = members
+        .into_iter()
+        .map(|m| {
+            let leader = is_ha_primary(&m);
+            (m, leader)
+        })
+        .collect();
+    ordered.sort_by_key(|(_, leader)| *leader);
+    for (m, _) in ordered {
+        let postmaster = postmaster_pid(&m.member).filter(|p| alive(*p));
+        let patroni = pid_of(&format!("patroni-{}", m.member));
+        if alive(patroni) {
+            signal("-TERM", patroni, &format!("patroni {}", m.member));
+            wait_gone(patroni, &format!("patroni {}", m.member));
+        }
+        if let Some(pid) = postmaster {
+            wait_gone(pid, &format!("postgres {}", m.member));
+        }
+        eprintln!("chaos: stopped patroni and postgres {}", m.member);
+    }
+}
+
+/// Whether Patroni calls `member` the primary (`GET /primary` answers 200).
+pub fn is_ha_primary(member: &HaMember) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", member.rest_port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
+    let request = format!(
+        "GET /primary HTTP/1.0\r\nHost: 127.0.0.1:{}\r\n\r\n",
+        member.rest_port
+    );
+    if s.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.") && &head[9..12] == b"200"
+}
+
+fn signal(sig: &str, pid: u32, what: &str) {
+    let status = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill {sig} {pid} ({what})");
 }
 
 /// `deploy/dev-cluster up` on the running test cluster: starts whatever

@@ -33,9 +33,11 @@ pub fn replication_name(move_id: &str) -> String {
     format!("tmv_{}", hex::encode(suffix.as_bytes()).to_lowercase())
 }
 
-/// A superuser session on a shard's PostgreSQL instance: the host of
-/// `TEST_POSTGRES_URL` (deploy/test's `postgres` superuser), the port and
-/// database of the shard's registered DSN.
+/// A superuser session on a shard's PostgreSQL instance: the shard's
+/// registered DSN (every host and port of it: under HA=1 both members, and
+/// its `target_session_attrs=read-write` picks the primary) as the
+/// `postgres` superuser of deploy/test, without a password (trust on
+/// 127.0.0.1).
 pub async fn shard_admin(shard: &str) -> tokio_postgres::Client {
     let list = cluster().control_plane.shards().await.expect("shards list");
     let dsn = list
@@ -45,15 +47,37 @@ pub async fn shard_admin(shard: &str) -> tokio_postgres::Client {
         .unwrap_or_else(|| panic!("{shard} is registered"))
         .postgres
         .clone();
-    let url = reqwest::Url::parse(&dsn).expect("a shard DSN is a URL");
-    let host = std::env::var("TEST_POSTGRES_URL")
+    let registered: tokio_postgres::Config = dsn.parse().expect("a shard DSN parses");
+    // The host of TEST_POSTGRES_URL when set (where the tests reach the
+    // instances), with the registered ports.
+    let test_host = std::env::var("TEST_POSTGRES_URL")
         .ok()
-        .and_then(|u| reqwest::Url::parse(&u).ok())
-        .and_then(|u| u.host_str().map(str::to_owned))
-        .unwrap_or_else(|| url.host_str().unwrap_or("127.0.0.1").to_owned());
-    let port = url.port().unwrap_or(5432);
-    let dbname = url.path().trim_start_matches('/');
-    crate::postgres_connect(&format!("postgres://postgres@{host}:{port}/{dbname}")).await
+        .and_then(|u| u.parse::<tokio_postgres::Config>().ok())
+        .and_then(|c| match c.get_hosts().first() {
+            Some(tokio_postgres::config::Host::Tcp(h)) => Some(h.clone()),
+            _ => None,
+        });
+    let mut cfg = tokio_postgres::Config::new();
+    for (i, host) in registered.get_hosts().iter().enumerate() {
+        match (&test_host, host) {
+            (Some(h), _) | (None, tokio_postgres::config::Host::Tcp(h)) => cfg.host(h),
+            #[cfg(unix)]
+            (None, tokio_postgres::config::Host::Unix(p)) => cfg.host_path(p),
+        };
+        let ports = registered.get_ports();
+        if let Some(port) = ports.get(i).or(ports.first()) {
+            cfg.port(*port);
+        }
+    }
+    cfg.dbname(registered.get_dbname().unwrap_or("cluster"))
+        .user("postgres")
+        .target_session_attrs(registered.get_target_session_attrs());
+    let (client, conn) = cfg
+        .connect(tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("postgres of {shard} reachable as postgres: {e}"));
+    tokio::spawn(conn);
+    client
 }
 
 async fn count(pg: &tokio_postgres::Client, sql: &str, param: &str) -> i64 {

@@ -278,6 +278,10 @@ mod tests {
             ),
             ("postgres://u@h/db", "postgres://u@h/db"),
             (
+                "postgres://u:pw@h1:5432,h2:5433/db?target_session_attrs=read-write",
+                "postgres://u:***@h1:5432,h2:5433/db?target_session_attrs=read-write",
+            ),
+            (
                 "postgres://h/db?user=u&password=pw&sslmode=disable",
                 "postgres://h/db?user=u&password=***&sslmode=disable",
             ),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use cluster_protocol::control::Shard;
-use tokio_postgres::config::Host;
+use tokio_postgres::config::{Host, TargetSessionAttrs};
 use tokio_postgres::{Client, Config};
 
 use super::sql::quote_literal;
@@ -90,14 +90,22 @@ pub async fn connect(shard: &Shard, knobs: &MoveConfig) -> anyhow::Result<Admin>
 /// authenticates it without one (docs/moves.md, "Administrator connections").
 pub fn conninfo(cfg: &Config, passfile: Option<&str>) -> anyhow::Result<String> {
     let mut parts = Vec::new();
-    match cfg.get_hosts().first() {
-        Some(Host::Tcp(h)) => parts.push(("host", h.clone())),
-        #[cfg(unix)]
-        Some(Host::Unix(p)) => parts.push(("host", p.to_string_lossy().into_owned())),
-        None => bail!("the shard's DSN names no host"),
+    let hosts = cfg
+        .get_hosts()
+        .iter()
+        .map(host_name)
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if hosts.is_empty() {
+        bail!("the shard's DSN names no host");
     }
-    if let Some(port) = cfg.get_ports().first() {
-        parts.push(("port", port.to_string()));
+    // Every host of a replicated instance (HA: primary and standby), in the
+    // DSN's order: libpq tries them in turn, so the subscription follows
+    // the publisher's primary after a failover.
+    parts.push(("host", hosts.join(",")));
+    let ports = cfg.get_ports();
+    if !ports.is_empty() {
+        let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+        parts.push(("port", ports.join(",")));
     }
     if let Some(db) = cfg.get_dbname() {
         parts.push(("dbname", db.to_string()));
@@ -108,11 +116,34 @@ pub fn conninfo(cfg: &Config, passfile: Option<&str>) -> anyhow::Result<String> 
     if let Some(file) = passfile.filter(|f| !f.is_empty()) {
         parts.push(("passfile", file.to_string()));
     }
+    match cfg.get_target_session_attrs() {
+        TargetSessionAttrs::Any => {}
+        TargetSessionAttrs::ReadWrite => {
+            parts.push(("target_session_attrs", "read-write".to_string()))
+        }
+        TargetSessionAttrs::ReadOnly => {
+            parts.push(("target_session_attrs", "read-only".to_string()))
+        }
+        other => bail!("unsupported target_session_attrs {other:?} in the shard's DSN"),
+    }
     Ok(parts
         .iter()
         .map(|(k, v)| format!("{k}={}", libpq_value(v)))
         .collect::<Vec<_>>()
         .join(" "))
+}
+
+/// One host of a conninfo's comma-separated `host` list.
+fn host_name(host: &Host) -> anyhow::Result<String> {
+    let name = match host {
+        Host::Tcp(h) => h.clone(),
+        #[cfg(unix)]
+        Host::Unix(p) => p.to_string_lossy().into_owned(),
+    };
+    if name.contains(',') {
+        bail!("a host of the shard's DSN contains a comma: {name}");
+    }
+    Ok(name)
 }
 
 /// A conninfo value: single-quoted, `\` and `'` escaped with a backslash.
@@ -152,6 +183,33 @@ mod tests {
         assert_eq!(
             conninfo(&cfg, None).unwrap(),
             "host='127.0.0.1' port='28402' dbname='cluster' user='postgres'"
+        );
+    }
+
+    #[test]
+    fn conninfo_names_every_host_and_port_and_asks_for_the_primary() {
+        let cfg = config(
+            "postgres://tabula_shard@127.0.0.1:26011,127.0.0.1:26041/cluster?target_session_attrs=read-write",
+            &knobs(None),
+        )
+        .unwrap();
+        assert_eq!(
+            conninfo(&cfg, Some("/p")).unwrap(),
+            "host='127.0.0.1,127.0.0.1' port='26011,26041' dbname='cluster' user='postgres' \
+             passfile='/p' target_session_attrs='read-write'"
+        );
+    }
+
+    #[test]
+    fn conninfo_keeps_a_single_port_for_many_hosts() {
+        let cfg = config(
+            "host=db-a,db-b port=5433 dbname=cluster user=x",
+            &knobs(None),
+        )
+        .unwrap();
+        assert_eq!(
+            conninfo(&cfg, None).unwrap(),
+            "host='db-a,db-b' port='5433' dbname='cluster' user='postgres'"
         );
     }
 
