@@ -1,15 +1,17 @@
 //! One test binary for the chaos tests; run them one at a time
 //! (`--test-threads=1`, as deploy/test does). libtest runs them in name
-//! order: the kills on the two-shard cluster first (`failover`, the
-//! PostgreSQL failovers of issue 30, needs the HA cluster deploy/test's
-//! chaos phase starts), then `scale`, which
-//! grows it to three shards, rebalances, drains and moves files, and last
-//! `traces`, which restarts the services exporting spans to the test.
+//! order: the restore drill (`backups`), then the kills on the two-shard
+//! cluster (`failover` and `move_failover`, the PostgreSQL failovers of
+//! issue 30, need the HA cluster deploy/test's chaos phase starts), then
+//! `scale`, which grows it to three shards, rebalances, drains and moves
+//! files, and last `traces`, which restarts the services exporting spans
+//! to the test.
 
 // Test code: an unwrap that fails is a failed test with its location.
 #![allow(clippy::unwrap_used)]
 
 mod abort_offline;
+mod backups;
 mod failover;
 mod kills;
 mod move_failover;
