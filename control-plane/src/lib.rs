@@ -14,8 +14,8 @@ pub mod metrics;
 pub mod migrate;
 pub mod mover;
 pub mod pg_tls;
-pub mod restore;
 pub mod placement;
+pub mod restore;
 pub mod service;
 pub mod shard_use;
 

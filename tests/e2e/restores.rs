@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
 use cluster_protocol::control::{Restore, RestoreState};
-use e2e_tests::moves::{cli, cli_command};
 use e2e_tests::cluster;
+use e2e_tests::moves::{cli, cli_command};
 use serde_json::{json, Value};
 
 use crate::fixtures::fixture;
@@ -81,19 +81,33 @@ async fn a_restore_brings_the_database_back_into_a_new_one() {
     let at_t = read_all(api, &fx.db, &tables, &comments).await;
     let t = Utc::now().to_rfc3339_opts(SecondsFormat::Micros, true);
 
-    let child = cli_command(&["databases", "restore", &fx.db, "--as-of", &t, "--wait", "--json"])
-        .spawn()
-        .expect("run the CLI");
+    let child = cli_command(&[
+        "databases",
+        "restore",
+        &fx.db,
+        "--as-of",
+        &t,
+        "--wait",
+        "--json",
+    ])
+    .spawn()
+    .expect("run the CLI");
     // Once the scratch exists, change the original.
     let deadline = tokio::time::Instant::now() + RESTORE_TIMEOUT;
     loop {
         let r = restore_of(&fx.db).await;
         if r.as_ref().is_some_and(|r| {
-            matches!(r.state, RestoreState::Copying | RestoreState::Done | RestoreState::Failed)
+            matches!(
+                r.state,
+                RestoreState::Copying | RestoreState::Done | RestoreState::Failed
+            )
         }) {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "restore never got to copying: {r:?}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "restore never got to copying: {r:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let records = format!("/api/tables/{}/records", fx.tasks);
@@ -122,14 +136,22 @@ async fn a_restore_brings_the_database_back_into_a_new_one() {
     let job: Restore = serde_json::from_str(stdout.trim()).expect("one restore object");
     assert_eq!(job.state, RestoreState::Done, "{job:?}");
     assert_eq!(job.database_id, fx.db);
-    assert!(job.rows_copied >= 8 && job.rows_copied == job.rows_total, "{job:?}");
+    assert!(
+        job.rows_copied >= 8 && job.rows_copied == job.rows_total,
+        "{job:?}"
+    );
     let new_db = job.new_database_id.clone();
     assert_ne!(&new_db[3..8], &fx.db[3..8], "a new tag");
 
     // The copy, read through the router as the owner, is the original at T.
     let new_tables: Vec<String> = tables
         .iter()
-        .map(|t| retagged(&json!(t), &fx.db, &new_db).as_str().unwrap().to_string())
+        .map(|t| {
+            retagged(&json!(t), &fx.db, &new_db)
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     let new_refs: Vec<&str> = new_tables.iter().map(String::as_str).collect();
     let new_comments = retagged(&json!(comments), &fx.db, &new_db)
@@ -141,10 +163,16 @@ async fn a_restore_brings_the_database_back_into_a_new_one() {
     // Links point inside the copy; text naming a record was re-tagged.
     let first = &copy["records"][&new_tables[0]]["records"][0];
     let owner = first["fields"]["Owner"][0]["id"].as_str().unwrap();
-    assert!(owner.starts_with(&format!("rec_{}", &new_db[3..8])), "{first}");
+    assert!(
+        owner.starts_with(&format!("rec_{}", &new_db[3..8])),
+        "{first}"
+    );
     assert_eq!(
         copy["comments"]["comments"][0]["text"],
-        json!(format!("see {}", retagged(&json!(fx.r[1]), &fx.db, &new_db).as_str().unwrap()))
+        json!(format!(
+            "see {}",
+            retagged(&json!(fx.r[1]), &fx.db, &new_db).as_str().unwrap()
+        ))
     );
     // Its name and owner.
     let listed = api.get("/api/databases").await.expect_ok()["databases"].clone();
@@ -155,10 +183,7 @@ async fn a_restore_brings_the_database_back_into_a_new_one() {
         .find(|d| d["id"] == json!(new_db))
         .expect("the owner lists the new database")
         .clone();
-    assert!(
-        d["name"].as_str().unwrap().contains("(restored "),
-        "{d}"
-    );
+    assert!(d["name"].as_str().unwrap().contains("(restored "), "{d}");
     assert_eq!(d["owner_id"], json!(fx.person.user_id));
     // The copy is writable: a new task linked to the copy's Ann.
     let ann = retagged(&json!(fx.ann), &fx.db, &new_db);
@@ -170,7 +195,10 @@ async fn a_restore_brings_the_database_back_into_a_new_one() {
     .expect_ok();
 
     // The original is as the changes left it.
-    assert_eq!(read_all(api, &fx.db, &tables, &comments).await, original_after);
+    assert_eq!(
+        read_all(api, &fx.db, &tables, &comments).await,
+        original_after
+    );
 
     // `restores show` prints the same job.
     let shown: Restore =

@@ -91,8 +91,7 @@ pub async fn get(db: &impl Db, id: &str) -> anyhow::Result<Option<RestoreRow>> {
 
 /// The newest `limit` restores, newest first.
 pub async fn newest(db: &impl Db, limit: i64) -> anyhow::Result<Vec<RestoreRow>> {
-    let sql =
-        format!("SELECT {COLUMNS} FROM restores ORDER BY created_at DESC, id DESC LIMIT $1");
+    let sql = format!("SELECT {COLUMNS} FROM restores ORDER BY created_at DESC, id DESC LIMIT $1");
     db.query(&sql, &[&limit])
         .await
         .context("list restores")?

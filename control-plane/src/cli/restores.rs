@@ -51,7 +51,15 @@ fn many(list: &[Restore]) -> String {
         })
         .collect();
     table::table(
-        &["ID", "DATABASE", "NEW_DATABASE", "AS_OF", "STATE", "ROWS", "ERROR"],
+        &[
+            "ID",
+            "DATABASE",
+            "NEW_DATABASE",
+            "AS_OF",
+            "STATE",
+            "ROWS",
+            "ERROR",
+        ],
         &rows,
     )
 }

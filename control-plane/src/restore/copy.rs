@@ -147,9 +147,13 @@ pub async fn run(
 /// The new database's row: the original's at `as_of`, re-tagged, with the
 /// new tag, name, owner, position and limits, no attachment bytes (none are
 /// copied) and no move marker.
-pub fn database_row(original: &str, retag: &Retag, new: &NewDatabase<'_>) -> anyhow::Result<String> {
-    let mut row: Map<String, Value> = serde_json::from_str(&retag.text(original))
-        .context("parse the database's row")?;
+pub fn database_row(
+    original: &str,
+    retag: &Retag,
+    new: &NewDatabase<'_>,
+) -> anyhow::Result<String> {
+    let mut row: Map<String, Value> =
+        serde_json::from_str(&retag.text(original)).context("parse the database's row")?;
     let tag = ids::tag_of(Kind::Database, retag.new_database())
         .context("the new database id has no tag")?;
     let old_name = row
@@ -228,7 +232,10 @@ async fn count_rows(scratch: &Client, old_id: &str, copy: &SchemaCopy) -> anyhow
 }
 
 /// Columns (not generated) of a shard catalog table on one instance.
-async fn catalog_columns(c: &impl tokio_postgres::GenericClient, table: &str) -> anyhow::Result<Vec<String>> {
+async fn catalog_columns(
+    c: &impl tokio_postgres::GenericClient,
+    table: &str,
+) -> anyhow::Result<Vec<String>> {
     c.query(
         "SELECT a.attname::text FROM pg_attribute a
           WHERE a.attrelid = to_regclass($1::text) AND a.attnum > 0

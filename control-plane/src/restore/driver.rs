@@ -177,7 +177,11 @@ async fn step(state: &AppState, r: &RestoreRow) -> anyhow::Result<()> {
             let program = command(state)?;
             let name = scratch::name(id)?;
             if let Err(e) = scratch::drop(program, &name).await {
-                tracing::warn!(restore_id = id, error = format!("{e:#}"), "restorer: dropping an earlier scratch failed");
+                tracing::warn!(
+                    restore_id = id,
+                    error = format!("{e:#}"),
+                    "restorer: dropping an earlier scratch failed"
+                );
             }
             let dsn = scratch::restore(program, &r.api.shard, r.api.as_of, &name).await?;
             let c = state.session().await?;
@@ -218,7 +222,9 @@ async fn copying(state: &AppState, r: &RestoreRow) -> anyhow::Result<()> {
         };
         let limits = {
             let c = state.session().await?;
-            quotas::overrides(&**c, &info.owner_id).await?.database_limits()
+            quotas::overrides(&**c, &info.owner_id)
+                .await?
+                .database_limits()
         };
         let retag = Retag::new(&r.api.database_id, new_id)?;
         let (scratch, task) = copy::connect_scratch(dsn, state).await?;
@@ -276,7 +282,11 @@ async fn fail(state: &AppState, r: &RestoreRow, reason: &str) -> anyhow::Result<
         }
     }
     if let Err(e) = drop_scratch(state, &r.api.id).await {
-        tracing::warn!(restore_id = r.api.id, error = format!("{e:#}"), "restorer: dropping the scratch failed");
+        tracing::warn!(
+            restore_id = r.api.id,
+            error = format!("{e:#}"),
+            "restorer: dropping the scratch failed"
+        );
     }
     let c = state.session().await?;
     restores::finish(&**c, &r.api.id, RestoreState::Failed, Some(reason)).await
@@ -315,7 +325,10 @@ mod tests {
         );
         let transient = anyhow::anyhow!("connection refused");
         assert_eq!(after_failure(&transient, 1), AfterFailure::Retry);
-        assert_eq!(after_failure(&transient, MAX_TRIES - 1), AfterFailure::Retry);
+        assert_eq!(
+            after_failure(&transient, MAX_TRIES - 1),
+            AfterFailure::Retry
+        );
         match after_failure(&transient, MAX_TRIES) {
             AfterFailure::Fail(m) => assert!(m.contains("connection refused"), "{m}"),
             other => panic!("{other:?}"),

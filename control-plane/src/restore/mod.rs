@@ -41,7 +41,10 @@ async fn run(state: AppState, catalog_dsn: Arc<Secret>) {
     loop {
         driving.retain(|_, h| !h.is_finished());
         if let Err(e) = tick(&state, &catalog_dsn, &mut driving).await {
-            tracing::warn!(error = format!("{e:#}"), "restorer: could not read the restores");
+            tracing::warn!(
+                error = format!("{e:#}"),
+                "restorer: could not read the restores"
+            );
         }
         tokio::select! {
             _ = state.restorer_wake.notified() => {}

@@ -160,7 +160,8 @@ mod tests {
 
     #[test]
     fn json_and_copy_text_rows_are_retagged_in_place() {
-        let json = r#"{"linked_table_id":"tbl_AbCdE0000001","inverse_field_id":"fld_AbCdE0000002"}"#;
+        let json =
+            r#"{"linked_table_id":"tbl_AbCdE0000001","inverse_field_id":"fld_AbCdE0000002"}"#;
         assert_eq!(
             r().text(json),
             r#"{"linked_table_id":"tbl_XyZ090000001","inverse_field_id":"fld_XyZ090000002"}"#
@@ -197,10 +198,7 @@ mod tests {
             "é rec_XyZ090000001,rec_XyZ090000002 ü"
         );
         // A longer alphanumeric run keeps its tail: only prefix+tag+7 is an id.
-        assert_eq!(
-            r().text("rec_AbCdE00000019"),
-            "rec_XyZ0900000019"
-        );
+        assert_eq!(r().text("rec_AbCdE00000019"), "rec_XyZ0900000019");
     }
 
     #[test]

@@ -127,7 +127,10 @@ pub async fn stream(
         }
     }
     lines.finish()?;
-    let written = sink.finish().await.context("finish the COPY on the target")?;
+    let written = sink
+        .finish()
+        .await
+        .context("finish the COPY on the target")?;
     anyhow::ensure!(
         written == rows,
         "the target took {written} rows of the {rows} read ({copy_in})"
@@ -166,7 +169,9 @@ mod tests {
     #[test]
     fn a_stream_ending_inside_a_row_is_an_error() {
         let mut lines = Lines::default();
-        let (out, n) = lines.push(b"rec_AbCdE0000001\tno newline", &retag()).unwrap();
+        let (out, n) = lines
+            .push(b"rec_AbCdE0000001\tno newline", &retag())
+            .unwrap();
         assert!(out.is_empty());
         assert_eq!(n, 0);
         assert!(lines.finish().is_err());

@@ -25,7 +25,10 @@ pub async fn allocate(state: &AppState, user_id: &str) -> ApiResult<Allocation> 
     let tx = client.transaction().await?;
     let allocation = allocate_in(&tx, user_id).await?;
     tx.commit().await?;
-    state.redis.announce_placement(&allocation.database_id).await;
+    state
+        .redis
+        .announce_placement(&allocation.database_id)
+        .await;
     Ok(allocation)
 }
 

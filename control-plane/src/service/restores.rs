@@ -61,7 +61,11 @@ pub fn check_request(
 /// Records a restore of `database_id` with its new database's allocation
 /// (same owner, normal placement, the owner's database quota applies), or
 /// refuses it with nothing made.
-pub async fn create(state: &AppState, database_id: &str, req: &CreateRestore) -> ApiResult<Restore> {
+pub async fn create(
+    state: &AppState,
+    database_id: &str,
+    req: &CreateRestore,
+) -> ApiResult<Restore> {
     if state.moves.restore_scratch_command.is_none() {
         return Err(ApiError::bad_request(
             "Point-in-time restore is not configured: the control plane has no \
@@ -97,7 +101,10 @@ pub async fn create(state: &AppState, database_id: &str, req: &CreateRestore) ->
     )
     .await?;
     tx.commit().await?;
-    state.redis.announce_placement(&allocation.database_id).await;
+    state
+        .redis
+        .announce_placement(&allocation.database_id)
+        .await;
     state.restorer_wake.notify_one();
     tracing::info!(
         restore_id = id,
