@@ -104,6 +104,11 @@ pub struct MoveConfig {
     pub poll: Duration,
     /// Test hook: wait after entering each state and after the fence.
     pub step_delay: Duration,
+    /// `RESTORE_SCRATCH_COMMAND`: the program that restores a shard's
+    /// backups into a scratch instance and drops it (docs/restore.md);
+    /// `None`: point-in-time restore is not configured. Restores connect
+    /// to shard instances like moves (`MOVE_ADMIN_USER`, ...).
+    pub restore_scratch_command: Option<String>,
 }
 
 impl Default for MoveConfig {
@@ -120,6 +125,7 @@ impl Default for MoveConfig {
             ack_timeout: Duration::from_millis(10_000),
             poll: Duration::from_millis(2),
             step_delay: Duration::ZERO,
+            restore_scratch_command: None,
         }
     }
 }
@@ -211,6 +217,12 @@ pub struct Settings {
     /// Test hook: wait (ms) after entering each state and after the fence.
     #[arg(long, env = "MOVE_STEP_DELAY_MS", default_value = "0", value_parser = parse::millis_or_zero)]
     pub move_step_delay_ms: Duration,
+    /// Program run as `PROGRAM restore <shard> <as-of RFC 3339> <name>`
+    /// (prints the DSN of a scratch PostgreSQL restored from that shard's
+    /// backups) and `PROGRAM drop <name>`; unset: point-in-time restore is
+    /// not configured (docs/restore.md).
+    #[arg(long, env = "RESTORE_SCRATCH_COMMAND")]
+    pub restore_scratch_command: Option<String>,
 }
 
 impl Config {
@@ -247,6 +259,7 @@ impl Config {
             ack_timeout: s.move_ack_timeout_ms,
             poll: s.move_poll_ms,
             step_delay: s.move_step_delay_ms,
+            restore_scratch_command: s.restore_scratch_command.filter(|c| !c.trim().is_empty()),
         };
         Ok(Self {
             listen: s.listen,

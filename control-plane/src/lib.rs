@@ -15,6 +15,7 @@ pub mod migrate;
 pub mod mover;
 pub mod pg_tls;
 pub mod placement;
+pub mod restore;
 pub mod service;
 pub mod shard_use;
 
@@ -40,6 +41,8 @@ pub struct AppState {
     pub moves: Arc<MoveConfig>,
     /// Wakes the mover (a move was created or an abort requested).
     pub mover_wake: Arc<tokio::sync::Notify>,
+    /// Wakes the restorer (a restore was recorded).
+    pub restorer_wake: Arc<tokio::sync::Notify>,
     /// Renders `GET /metrics`; `None` answers it 404.
     pub metrics: Option<service_kit::metrics::PrometheusHandle>,
 }
@@ -56,7 +59,7 @@ pub async fn run(config: Config, listener: TcpListener) -> anyhow::Result<()> {
     run_until(config, listener, service_kit::shutdown::signal()).await
 }
 
-/// Migrates the catalog, starts the reaper and the mover, and serves until `shutdown` resolves.
+/// Migrates the catalog, starts the reaper, the mover and the restorer, and serves until `shutdown` resolves.
 pub async fn run_until(
     config: Config,
     listener: TcpListener,
@@ -72,6 +75,7 @@ pub async fn run_until(
         creating_ttl: config.creating_ttl,
         moves: Arc::new(config.moves.clone()),
         mover_wake: Arc::new(tokio::sync::Notify::new()),
+        restorer_wake: Arc::new(tokio::sync::Notify::new()),
         metrics: config.metrics.clone(),
     };
     crate::metrics::describe();
@@ -80,10 +84,12 @@ pub async fn run_until(
         config.reaper_interval,
     ));
     let mover = mover::spawn(state.clone(), config.database_url.clone());
+    let restorer = restore::spawn(state.clone(), config.database_url.clone());
     let addr = listener.local_addr().ok();
     tracing::info!(?addr, "control plane listening");
     let served = service_kit::serve::until(listener, http::router(state), shutdown).await;
     reaper.abort();
     mover.abort();
+    restorer.abort();
     served
 }

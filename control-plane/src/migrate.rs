@@ -29,6 +29,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "quotas",
         sql: include_str!("../migrations/0004_quotas.sql"),
     },
+    Migration {
+        number: 5,
+        name: "restores",
+        sql: include_str!("../migrations/0005_restores.sql"),
+    },
 ];
 
 /// The control plane's catalog: its lock id ("cpmigrat" as bytes) and list.

@@ -35,9 +35,25 @@ pub enum Kind {
     User,
     /// A database move (control plane only).
     Move,
+    /// A point-in-time restore of one database (control plane only).
+    Restore,
 }
 
 impl Kind {
+    /// The kinds whose ids carry a database's routing tag.
+    pub const TAGGED: [Kind; 10] = [
+        Kind::Database,
+        Kind::Table,
+        Kind::Field,
+        Kind::View,
+        Kind::Record,
+        Kind::Attachment,
+        Kind::Webhook,
+        Kind::Delivery,
+        Kind::Comment,
+        Kind::ShareLink,
+    ];
+
     pub const fn prefix(self) -> &'static str {
         match self {
             Kind::Database => "db_",
@@ -53,12 +69,13 @@ impl Kind {
             Kind::Key => "key_",
             Kind::User => "usr_",
             Kind::Move => "mov_",
+            Kind::Restore => "rst_",
         }
     }
 
     /// Whether ids of this kind live inside a database and carry its tag.
     pub const fn is_tagged(self) -> bool {
-        !matches!(self, Kind::Key | Kind::User | Kind::Move)
+        !matches!(self, Kind::Key | Kind::User | Kind::Move | Kind::Restore)
     }
 }
 

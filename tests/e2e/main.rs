@@ -32,6 +32,7 @@ mod records_checkbox;
 mod records_links;
 mod records_statistics;
 mod records_upsert_race;
+mod restores;
 mod roles;
 mod routing;
 mod security_injection;

@@ -158,12 +158,16 @@ pub async fn delete_creating(db: &impl Db, id: &str) -> anyhow::Result<bool> {
     Ok(n > 0)
 }
 
-/// Ids of databases `creating` for longer than `older_than_secs`.
+/// Ids of databases `creating` for longer than `older_than_secs`, except
+/// those an unfinished restore is making (the restorer releases them).
 pub async fn stale_creating(db: &impl Db, older_than_secs: f64) -> anyhow::Result<Vec<String>> {
     let rows = db
         .query(
-            "SELECT id FROM databases
+            "SELECT id FROM databases d
              WHERE state = $1 AND created_at < now() - make_interval(secs => $2)
+               AND NOT EXISTS (SELECT 1 FROM restores r
+                                WHERE r.new_database_id = d.id
+                                  AND r.state NOT IN ('done', 'failed'))
              ORDER BY created_at",
             &[&state_str(DatabaseState::Creating), &older_than_secs],
         )

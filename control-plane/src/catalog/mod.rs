@@ -8,6 +8,7 @@ pub mod load;
 pub mod members;
 pub mod moves;
 pub mod quotas;
+pub mod restores;
 pub mod shards;
 pub mod users;
 

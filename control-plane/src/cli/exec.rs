@@ -88,6 +88,7 @@ async fn run(c: &ControlPlaneClient, command: Command) -> anyhow::Result<Output>
         Command::Support(cmd) => support(c, cmd).await,
         Command::Shards(cmd) => shards(c, cmd).await,
         Command::Databases(cmd) => databases(c, cmd).await,
+        Command::Restores(cmd) => restores::restores(c, cmd).await,
         Command::Quotas(cmd) => quotas::quotas(c, cmd).await,
         Command::Usage(args) => usage::usage(c, args).await,
     }
@@ -311,5 +312,6 @@ async fn databases(c: &ControlPlaneClient, cmd: DatabasesCmd) -> anyhow::Result<
                 failure: None,
             })
         }
+        DatabasesCmd::Restore(args) => restores::restore(c, args).await,
     }
 }

@@ -10,6 +10,7 @@ mod lists;
 mod moves;
 mod quotas;
 pub mod report;
+mod restores;
 mod table;
 mod usage;
 mod wait;
@@ -179,6 +180,9 @@ pub enum Command {
         #[arg(long, conflicts_with_all = ["dry_run", "wait"])]
         abort: bool,
     },
+    /// List or show point-in-time restores (`databases restore` starts one).
+    #[command(subcommand)]
+    Restores(RestoresCmd),
     /// Show or set an account's quotas (per-account overrides of part C's
     /// limits).
     #[command(subcommand)]
@@ -377,6 +381,38 @@ pub enum DatabasesCmd {
     Show {
         /// Database id (db_...).
         database_id: String,
+    },
+    /// Bring a database back as it was at a moment, into a NEW database of
+    /// the same owner (docs/restore.md); the original is untouched. Prints
+    /// the restore job.
+    Restore(RestoreArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// Database id (db_...).
+    pub database_id: String,
+    /// The moment, RFC 3339 (2026-01-31T12:00:00Z).
+    #[arg(long)]
+    pub as_of: String,
+    /// Name of the new database (default: "<name> (restored <as-of>)").
+    #[arg(long)]
+    pub into: Option<String>,
+    /// Return when the restore is done or failed (exit 5 when it failed).
+    #[arg(long)]
+    pub wait: bool,
+    #[command(flatten)]
+    pub waiting: WaitArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RestoresCmd {
+    /// List restores, newest first; prints {"restores":[...]}.
+    List,
+    /// Show one restore.
+    Show {
+        /// Restore id (rst_...).
+        id: String,
     },
 }
 

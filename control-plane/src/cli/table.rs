@@ -42,11 +42,11 @@ pub fn fields(pairs: &[(&str, String)]) -> String {
         .join("\n")
 }
 
-fn or_dash<T: ToString>(v: Option<T>) -> String {
+pub fn or_dash<T: ToString>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_else(|| "-".into())
 }
 
-fn time(t: chrono::DateTime<chrono::Utc>) -> String {
+pub fn time(t: chrono::DateTime<chrono::Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S").to_string()
 }
 

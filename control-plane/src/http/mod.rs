@@ -10,6 +10,7 @@ mod members;
 mod moves;
 mod quotas;
 mod rebalance;
+mod restores;
 pub mod routes;
 mod shards;
 mod users;

@@ -17,7 +17,7 @@ use axum::handler::Handler;
 use axum::http::Method;
 use axum::routing::{on, MethodFilter, MethodRouter};
 
-use super::{databases, keys, members, moves, quotas, rebalance, shards, users};
+use super::{databases, keys, members, moves, quotas, rebalance, restores, shards, users};
 use crate::AppState;
 
 /// A caller of the control plane, known by its token.
@@ -123,6 +123,9 @@ pub fn table() -> Vec<Route> {
         route(M::GET,    "/internal/moves/{id}",                        moves::show,                   ADMIN),
         route(M::POST,   "/internal/moves/{id}/abort",                  moves::abort,                  ADMIN),
         route(M::POST,   "/internal/rebalance",                         rebalance::rebalance,          ADMIN),
+        route(M::POST,   "/internal/databases/{id}/restore",            restores::create,              ADMIN),
+        route(M::GET,    "/internal/restores",                          restores::list,                ADMIN),
+        route(M::GET,    "/internal/restores/{id}",                     restores::show,                ADMIN),
         route(M::GET,    "/internal/users/{user_id}/quotas",            quotas::show,                  ADMIN),
         route(M::PUT,    "/internal/users/{user_id}/quotas",            quotas::set,                   ADMIN),
         route(M::GET,    "/internal/users/{user_id}/usage",             quotas::usage,                 ADMIN),
@@ -187,6 +190,8 @@ mod tests {
             (Method::POST, "/internal/moves"),
             (Method::POST, "/internal/moves/{id}/abort"),
             (Method::POST, "/internal/rebalance"),
+            (Method::POST, "/internal/databases/{id}/restore"),
+            (Method::GET, "/internal/restores"),
             (Method::PUT, "/internal/users/{user_id}/quotas"),
             (Method::GET, "/internal/users/{user_id}/usage"),
             (Method::GET, "/internal/usage"),

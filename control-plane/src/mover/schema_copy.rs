@@ -194,9 +194,20 @@ pub async fn create_before_copy(
     database_id: &str,
     copy: &SchemaCopy,
 ) -> anyhow::Result<()> {
+    let tx = c.transaction().await.context("begin schema copy")?;
+    create_in(&tx, database_id, copy).await?;
+    tx.commit().await.context("commit schema copy")
+}
+
+/// The schema, tables and constraints inside the caller's transaction, made
+/// as the schema's owner (the session's role is reset after).
+pub async fn create_in(
+    tx: &tokio_postgres::Transaction<'_>,
+    database_id: &str,
+    copy: &SchemaCopy,
+) -> anyhow::Result<()> {
     let statements = ddl::before_copy(database_id, copy)?;
     let owner = quote_ident(&copy.owner);
-    let tx = c.transaction().await.context("begin schema copy")?;
     tx.batch_execute(&format!(
         "CREATE SCHEMA {} AUTHORIZATION {owner}",
         sql::schema(database_id)?
@@ -211,7 +222,9 @@ pub async fn create_before_copy(
             .await
             .with_context(|| format!("make the target's tables: {s}"))?;
     }
-    tx.commit().await.context("commit schema copy")
+    tx.batch_execute("RESET ROLE")
+        .await
+        .context("back to the administrator role")
 }
 
 /// The secondary indexes, then fresh statistics, on the target.

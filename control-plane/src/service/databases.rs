@@ -23,25 +23,42 @@ const FIRST_EPOCH: i64 = 1;
 pub async fn allocate(state: &AppState, user_id: &str) -> ApiResult<Allocation> {
     let mut client = state.session().await?;
     let tx = client.transaction().await?;
-    databases::lock_allocations(&*tx).await?;
-    users::get(&*tx, user_id)
+    let allocation = allocate_in(&tx, user_id).await?;
+    tx.commit().await?;
+    state
+        .redis
+        .announce_placement(&allocation.database_id)
+        .await;
+    Ok(allocation)
+}
+
+/// The allocation inside the caller's transaction (a restore records its
+/// job with it): the owner's cap checked, a fresh tag and id, the shard
+/// normal placement chooses, the catalog row `creating` and the owner's
+/// membership. The caller commits and then announces the placement.
+pub async fn allocate_in(
+    tx: &deadpool_postgres::Transaction<'_>,
+    user_id: &str,
+) -> ApiResult<Allocation> {
+    databases::lock_allocations(&**tx).await?;
+    users::get(&**tx, user_id)
         .await?
         .ok_or_else(|| unknown_user(user_id))?;
-    let overrides = quotas::overrides(&*tx, user_id).await?;
+    let overrides = quotas::overrides(&**tx, user_id).await?;
     let cap = overrides.databases.unwrap_or(MAX_OWNED_DATABASES);
-    if databases::count_owned(&*tx, user_id).await? >= cap {
+    if databases::count_owned(&**tx, user_id).await? >= cap {
         return Err(ApiError::bad_request(format!(
             "You have reached the limit of {cap} databases."
         )));
     }
-    let counter = databases::next_tag_counter(&*tx).await?;
+    let counter = databases::next_tag_counter(&**tx).await?;
     let tag = ids::tag_for_counter(u64::try_from(counter).context("negative tag counter")?);
     let database_id = ids::new_database_id(&tag);
-    let active = shards::active(&*tx).await?;
+    let active = shards::active(&**tx).await?;
     let shard = placement::choose(&active, &database_id).context(
         "no active shard to place a database on: register one with `control-plane shards add`",
     )?;
-    let position = databases::next_position(&*tx).await?;
+    let position = databases::next_position(&**tx).await?;
     let new = databases::NewDatabase {
         id: &database_id,
         tag: &tag,
@@ -50,10 +67,8 @@ pub async fn allocate(state: &AppState, user_id: &str) -> ApiResult<Allocation> 
         position,
         epoch: FIRST_EPOCH,
     };
-    databases::insert_creating(&*tx, &new).await?;
-    members::upsert(&*tx, &database_id, user_id, Role::Owner).await?;
-    tx.commit().await?;
-    state.redis.announce_placement(&database_id).await;
+    databases::insert_creating(&**tx, &new).await?;
+    members::upsert(&**tx, &database_id, user_id, Role::Owner).await?;
     Ok(Allocation {
         database_id,
         tag,

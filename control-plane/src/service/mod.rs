@@ -9,6 +9,7 @@ pub mod moves;
 pub mod planner;
 pub mod quotas;
 pub mod rebalance;
+pub mod restores;
 pub mod shards;
 pub mod usage;
 pub mod users;

@@ -416,6 +416,20 @@ impl ControlPlaneClient {
         )
         .await
     }
+    pub async fn create_restore(
+        &self,
+        database_id: &str,
+        req: &CreateRestore,
+    ) -> Result<Restore, ClientError> {
+        self.post(&format!("/internal/databases/{database_id}/restore"), req)
+            .await
+    }
+    pub async fn restores(&self) -> Result<RestoreList, ClientError> {
+        self.get("/internal/restores").await
+    }
+    pub async fn get_restore(&self, id: &str) -> Result<Restore, ClientError> {
+        self.get(&format!("/internal/restores/{id}")).await
+    }
     pub async fn rebalance(&self, req: &RebalanceRequest) -> Result<RebalanceReply, ClientError> {
         self.post("/internal/rebalance", req).await
     }

@@ -49,6 +49,9 @@
 //! | GET `/internal/moves` | query [`MoveFilter`] | [`MoveList`] (newest first) |
 //! | GET `/internal/moves/{id}` | | [`Move`] |
 //! | POST `/internal/moves/{id}/abort` | | [`Move`] (409 when already finished or switched over) |
+//! | POST `/internal/databases/{id}/restore` | [`CreateRestore`] | 202 [`Restore`] (400/404/409 refused, nothing made) |
+//! | GET `/internal/restores` | | [`RestoreList`] (newest first) |
+//! | GET `/internal/restores/{id}` | | [`Restore`] |
 //! | POST `/internal/rebalance` | [`RebalanceRequest`] | [`RebalanceReply`] |
 //!
 //! Quotas and usage: see [`quotas`].
@@ -57,8 +60,10 @@ pub mod client;
 pub mod moves;
 pub mod quotas;
 pub mod redis_keys;
+pub mod restores;
 
 pub use moves::*;
+pub use restores::*;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
