@@ -12,11 +12,11 @@
 
 use std::time::{Duration, Instant};
 
-use chaos_tests::{assert_no_replication_objects, record_ids};
+use chaos_tests::{assert_no_replication_objects, ha, record_ids};
 use cluster_protocol::control::{Move, MoveState};
-use e2e_tests::cluster_ops::{dev_cluster_up, ha_members, is_ha_primary, kill9, HaMember};
+use e2e_tests::cluster_ops::dev_cluster_up;
 use e2e_tests::moves::{
-    assert_nothing_left, database, env_file, move_done, replication_name, shard_admin, shard_names,
+    assert_nothing_left, database, move_done, replication_name, shard_admin, shard_names,
     start_move, wait_finished_within, wait_state,
 };
 use e2e_tests::{id, ids_in, Person};
@@ -24,6 +24,9 @@ use serde_json::json;
 
 /// Records written in batches of this many (the API's largest batch).
 const BATCH: usize = 100;
+/// Longest wait for an instance's leader, or for its standby after
+/// `dev-cluster up` brings the lost member back.
+const HA_LIMIT: Duration = Duration::from_secs(180);
 
 /// A database of `owner` with table Items (Name, Notes) holding `batches`
 /// times [`BATCH`] records with a few hundred bytes each. Returns the
@@ -186,101 +189,24 @@ async fn write_batch_retrying(owner: &Person, records: &str, tag: &str) -> Vec<S
     }
 }
 
-/// The members of `instance` on an HA=1 cluster, the primary first.
-fn members_of(instance: &str) -> Vec<HaMember> {
-    let mut members: Vec<HaMember> = ha_members()
-        .into_iter()
-        .filter(|m| m.instance == instance)
-        .collect();
-    members.sort_by_key(|m| !is_ha_primary(m));
-    members
-}
-
-/// `kill -9` of a member's Patroni agent and its PostgreSQL (the
-/// postmaster named by `pg/<member>/postmaster.pid`), as a lost machine.
-fn kill_member(member: &HaMember) {
-    let dir = env_file()
-        .get("DEV_CLUSTER_DIR")
-        .cloned()
-        .expect("the env file names DEV_CLUSTER_DIR");
-    let pidfile = format!("{dir}/pg/{}/postmaster.pid", member.member);
-    let postmaster: u32 = std::fs::read_to_string(&pidfile)
-        .unwrap_or_else(|e| panic!("read {pidfile}: {e}"))
-        .lines()
-        .next()
-        .and_then(|l| l.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{pidfile} names the postmaster"));
-    kill9(&format!("patroni-{}", member.member));
-    let status = std::process::Command::new("kill")
-        .args(["-9", &postmaster.to_string()])
-        .status()
-        .expect("run kill");
-    assert!(
-        status.success(),
-        "kill -9 {postmaster} (postgres {})",
-        member.member
-    );
-    eprintln!(
-        "chaos: killed patroni and postgres {} (postmaster {postmaster})",
-        member.member
-    );
-}
-
-/// Whether a member's Patroni REST API answers `path` with 200.
-fn rest_ok(member: &HaMember, path: &str) -> bool {
-    use std::io::{Read, Write};
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", member.rest_port)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
-    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-    if s.write_all(request.as_bytes()).is_err() {
-        return false;
-    }
-    let mut head = [0u8; 12];
-    s.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.") && &head[9..12] == b"200"
-}
-
-/// Waits until `instance` has a primary and a replica again.
-async fn wait_healthy(instance: &str) {
-    let deadline = Instant::now() + Duration::from_secs(180);
-    loop {
-        let members = members_of(instance);
-        let primaries = members.iter().filter(|m| rest_ok(m, "/primary")).count();
-        let replicas = members.iter().filter(|m| rest_ok(m, "/replica")).count();
-        if primaries == 1 && replicas == 1 {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{instance} has {primaries} primaries and {replicas} replicas after dev-cluster up"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-
 #[tokio::test]
 async fn a_move_whose_source_primary_dies_aborts_and_a_new_move_succeeds() {
     let owner = Person::new().await;
     let (db, records, written) = database_with_records(&owner, 5).await;
     let from = database(&db).await.shard;
-    if ha_members().is_empty() {
-        // deploy/test runs the chaos phase on an HA=1 cluster unless
-        // TEST_CHAOS_HA=0; the test above covers a single instance.
-        eprintln!("chaos: {from} has no standby (not an HA=1 cluster): no failover to test");
+    // deploy/test runs the chaos phase on an HA=1 cluster; the test above
+    // covers a single instance.
+    let Some(all) = ha::members_or_skip("a_move_whose_source_primary_dies") else {
         return;
-    }
+    };
     let to = shard_names()
         .await
         .into_iter()
         .find(|s| *s != from)
         .expect("a second shard");
-    let members = members_of(&from);
+    let members = ha::of_instance(&all, &from);
     assert_eq!(members.len(), 2, "{from} has two members: {members:?}");
-    assert!(
-        is_ha_primary(&members[0]),
-        "{from} has a primary: {members:?}"
-    );
+    let primary = ha::wait_leader(&all, &from, HA_LIMIT).await;
 
     let m = start_move(
         &db,
@@ -290,7 +216,7 @@ async fn a_move_whose_source_primary_dies_aborts_and_a_new_move_succeeds() {
     .await;
     wait_state(&m.id, MoveState::CatchingUp).await;
     let slot = replication_name(&m.id);
-    kill_member(&members[0]);
+    ha::lose_machine(&primary);
     // Acknowledged after the failover, on the new primary only.
     let after = write_batch_retrying(&owner, &records, "after").await;
 
@@ -307,7 +233,7 @@ async fn a_move_whose_source_primary_dies_aborts_and_a_new_move_succeeds() {
     // The lost member back (Patroni rejoins it as a replica), then a new
     // move from the new primary.
     dev_cluster_up(None).await;
-    wait_healthy(&from).await;
+    ha::wait_healthy(&all, &from, HA_LIMIT).await;
     move_done(&db, &to).await;
     let moved = record_ids(&owner, &records).await;
     assert_eq!(moved, read, "the second move carried every record");
