@@ -22,7 +22,8 @@
 //!   discards sessions whose connection is closed.) Sessions opened after
 //!   it, to the new primary, are kept.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::{HookError, PoolError};
@@ -148,23 +149,41 @@ pub fn in_anyhow(e: &anyhow::Error) -> Option<Failover> {
     Some(found)
 }
 
-/// When this process last saw a failover error.
-static LAST_FAILOVER: Mutex<Option<Instant>> = Mutex::new(None);
+/// When this process last saw a failover error, in nanoseconds after
+/// [`epoch`] (0: never). An atomic, not a lock: every pool checkout reads it.
+static LAST_FAILOVER: AtomicU64 = AtomicU64::new(0);
+
+/// The instant [`LAST_FAILOVER`] counts from (a moment before any session).
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// The last failover error this process saw, if any.
+fn last_failover() -> Option<Instant> {
+    match LAST_FAILOVER.load(Ordering::Relaxed) {
+        0 => None,
+        nanos => Some(epoch() + Duration::from_nanos(nanos)),
+    }
+}
 
 /// Records that a session saw `failover` now: every session opened before
 /// now is discarded at its next checkout ([`discard_stale_sessions`]).
 pub fn note(failover: Failover) {
-    let mut last = LAST_FAILOVER.lock().unwrap_or_else(|p| p.into_inner());
+    let base = epoch();
     let now = Instant::now();
+    let nanos = u64::try_from(now.duration_since(base).as_nanos())
+        .unwrap_or(u64::MAX)
+        .max(1);
+    let before = LAST_FAILOVER.swap(nanos, Ordering::Relaxed);
     // Logged once per burst (after a quiet second): every request that
     // meets the failover comes here.
-    if last.is_none_or(|at| now.duration_since(at) >= Duration::from_secs(1)) {
+    if before == 0 || nanos.saturating_sub(before) >= 1_000_000_000 {
         tracing::warn!(
             ?failover,
             "postgres session lost its primary: older pooled sessions will be reopened"
         );
     }
-    *last = Some(now);
 }
 
 /// Whether a session opened at `created` predates the failover seen at
@@ -177,8 +196,7 @@ fn is_stale(created: Instant, last: Option<Instant>) -> bool {
 /// failover error this process saw, and those whose connection is closed.
 pub fn discard_stale_sessions() -> deadpool_postgres::Hook {
     deadpool_postgres::Hook::sync_fn(|client, metrics| {
-        let last = *LAST_FAILOVER.lock().unwrap_or_else(|p| p.into_inner());
-        if client.is_closed() || is_stale(metrics.created, last) {
+        if client.is_closed() || is_stale(metrics.created, last_failover()) {
             return Err(HookError::message(
                 "session predates a failover or is closed",
             ));
@@ -234,8 +252,10 @@ mod tests {
         let before = Instant::now();
         let wrapped = anyhow::Error::new(e).context("catalog query");
         assert_eq!(in_anyhow(&wrapped), Some(Failover::ConnectionLost));
-        let last = *LAST_FAILOVER.lock().unwrap();
-        assert!(is_stale(before, last), "the failover was recorded");
+        assert!(
+            is_stale(before, last_failover()),
+            "the failover was recorded"
+        );
     }
 
     #[test]
