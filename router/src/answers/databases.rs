@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use cluster_protocol::control::{client::ClientError, Access, Placement};
+use cluster_protocol::control::{client::ClientError, Access};
+
+use crate::forward::placement::Placement;
 use cluster_protocol::error::forbidden;
 use http::{header, HeaderMap, HeaderValue, Method, Response, StatusCode, Uri};
 use http_body_util::BodyExt;

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use cluster_protocol::control::Placement;
+use crate::forward::placement::Placement;
 use http::{header, HeaderMap, HeaderName, Request, Response};
 use hyper::body::Incoming;
 

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use cluster_protocol::control::Placement;
+use crate::forward::placement::Placement;
 use cluster_protocol::principal::Principal;
 use http::{Request, Response};
 use hyper::body::Incoming;

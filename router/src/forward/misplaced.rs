@@ -10,7 +10,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster_protocol::control::Placement;
+use crate::forward::placement::Placement;
 use cluster_protocol::MISPLACED_STATUS;
 use http::Response;
 use http_body_util::BodyExt;

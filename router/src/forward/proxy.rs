@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use cluster_protocol::control::Placement;
+use crate::forward::placement::Placement;
 use cluster_protocol::routes::Streamed;
 use http::{HeaderValue, Response};
 use hyper::body::Incoming;

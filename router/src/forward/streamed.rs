@@ -16,7 +16,9 @@
 //!
 //! [`ConnectionLimits::stream_idle_timeout`]: crate::config::ConnectionLimits
 
-use cluster_protocol::control::{Placement, Role};
+use cluster_protocol::control::Role;
+
+use crate::forward::placement::Placement;
 use cluster_protocol::routes::Streamed;
 use cluster_protocol::MISPLACED_STATUS;
 use http::{HeaderMap, Response};
