@@ -15,12 +15,15 @@ use std::sync::{Mutex, MutexGuard};
 
 use lru::LruCache;
 
+// The defaults: 280 to 400 MiB of RSS when all three are full, the rest of
+// the router included (docs/capacity.md, "Router caches"): under 512 MiB.
+
 /// `ROUTER_PLACEMENT_CACHE_ENTRIES` when not set.
-pub const DEFAULT_PLACEMENTS: usize = 1_000_000;
+pub const DEFAULT_PLACEMENTS: usize = 250_000;
 /// `ROUTER_KEY_CACHE_ENTRIES` when not set.
-pub const DEFAULT_KEYS: usize = 250_000;
+pub const DEFAULT_KEYS: usize = 125_000;
 /// `ROUTER_ACCESS_CACHE_ENTRIES` when not set.
-pub const DEFAULT_USERS: usize = 250_000;
+pub const DEFAULT_USERS: usize = 125_000;
 
 /// Locks of a map at most (fewer when the capacity is smaller).
 pub const SHARDS: usize = 16;

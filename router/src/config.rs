@@ -244,15 +244,15 @@ pub struct Settings {
     #[arg(long, env = "ROUTER_BODY_BUDGET_BYTES", default_value = "268435456", value_parser = parse::positive::<u64>)]
     pub body_budget_bytes: u64,
     /// Placements cached at most (least recently used out first).
-    #[arg(long, env = "ROUTER_PLACEMENT_CACHE_ENTRIES", default_value = "1000000", value_parser = parse::positive::<usize>)]
+    #[arg(long, env = "ROUTER_PLACEMENT_CACHE_ENTRIES", default_value = "250000", value_parser = parse::positive::<usize>)]
     pub placement_cache_entries: usize,
     /// Verified API keys cached at most (least recently used out first;
     /// an evicted key is verified with argon2id again on its next use).
-    #[arg(long, env = "ROUTER_KEY_CACHE_ENTRIES", default_value = "250000", value_parser = parse::positive::<usize>)]
+    #[arg(long, env = "ROUTER_KEY_CACHE_ENTRIES", default_value = "125000", value_parser = parse::positive::<usize>)]
     pub key_cache_entries: usize,
     /// Users' access (memberships, grants) cached at most (least recently
     /// used out first).
-    #[arg(long, env = "ROUTER_ACCESS_CACHE_ENTRIES", default_value = "250000", value_parser = parse::positive::<usize>)]
+    #[arg(long, env = "ROUTER_ACCESS_CACHE_ENTRIES", default_value = "125000", value_parser = parse::positive::<usize>)]
     pub access_cache_entries: usize,
 }
 

@@ -6,8 +6,11 @@
 //! started apart with the bounds to measure:
 //!
 //! ```sh
-//! set -a; . .dev-cluster-cache/env; set +a
-//! LOAD_ROUTER_URL=http://127.0.0.1:42490 LOAD_ROUTER_METRICS_URL=http://127.0.0.1:42491 \
+//! # a dev cluster (PORT_BASE 15400), then a router of its own on PORT_BASE+90:
+//! set -a; . .dev-cluster/env; set +a
+//! ROUTER_LISTEN=127.0.0.1:15490 ROUTER_METRICS_LISTEN=127.0.0.1:15491 \
+//!   ROUTER_ADDRESS_LIMIT_PER_MIN=1000000000 ROUTER_KEY_LIMIT_PER_MIN=1000000 RUST_LOG=warn \
+//!   ROUTER_KEY_CACHE_ENTRIES=20000 ... target/debug/router & echo $! > router.pid
 //! LOAD_ROUTER_PID=$(cat router.pid) LOAD_N=1000000 LOAD_STEPS=fill,cp,latency,uniform \
 //!   cargo test -p router --test cache_load -- --ignored --nocapture
 //! ```
@@ -18,11 +21,12 @@
 //!   measures the caches, not argon2), N databases (tag `z` + 4 base-62
 //!   digits) each owned by its user, all placed on a shard `cacheload-null`
 //!   whose URL is this program's null shard (`LOAD_NULL_SHARD`, default
-//!   127.0.0.1:42492): it answers 200 `{}` to anything. A real shard would
+//!   127.0.0.1:15492, PORT_BASE+92): it answers 200 `{}` to anything. A real shard would
 //!   answer 421 for a database it does not hold, and the router would then
 //!   read the placement again up to five times per request (the move
 //!   protocol), which measures that path instead of the caches. Bulk SQL in
-//!   the catalog (`CONTROL_PLANE_DATABASE_URL`); skipped when present.
+//!   the catalog (`CONTROL_PLANE_DATABASE_URL`); when present, only the
+//!   keys' hash is set again.
 //! - `cp`: the control plane's lookup rate (key, user access, placement, as
 //!   a full miss asks them) at concurrency 1 (latency) and `LOAD_CP_CONC`
 //!   (throughput, `LOAD_CP_SECS`).
@@ -82,7 +86,8 @@ fn db_id(i: u64) -> String {
 }
 
 /// The same tag in SQL, of the series value `g`.
-const SQL_TAG: &str = "'z' || substr(a, (g / 238328)::int % 62 + 1, 1) || substr(a, (g / 3844)::int % 62 + 1, 1) \
+const SQL_TAG: &str =
+    "'z' || substr(a, (g / 238328)::int % 62 + 1, 1) || substr(a, (g / 3844)::int % 62 + 1, 1) \
      || substr(a, (g / 62)::int % 62 + 1, 1) || substr(a, (g % 62)::int + 1, 1)";
 
 fn print(v: serde_json::Value) {
@@ -122,7 +127,10 @@ async fn fill(n: u64, null_url: &str) {
         .to_string();
     let last = user_id(n);
     let have: bool = db
-        .query_one("SELECT EXISTS (SELECT 1 FROM users WHERE id = $1)", &[&last])
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM users WHERE id = $1)",
+            &[&last],
+        )
         .await
         .unwrap()
         .get(0);
@@ -168,7 +176,9 @@ async fn fill(n: u64, null_url: &str) {
         } else {
             db.execute(sql.as_str(), &[&n]).await.unwrap()
         };
-        print(json!({"step": "fill", "table": what, "rows": rows, "secs": t.elapsed().as_secs_f64()}));
+        print(
+            json!({"step": "fill", "table": what, "rows": rows, "secs": t.elapsed().as_secs_f64()}),
+        );
     }
     db.execute("ANALYZE users, api_keys, databases, memberships", &[])
         .await
@@ -296,9 +306,11 @@ async fn control_plane() {
         t.await.unwrap();
     }
     let per_sec = done.load(Ordering::Relaxed) as f64 / secs as f64;
-    print(json!({"step": "cp", "mix": "key, access, placement in turn", "concurrency": conc,
+    print(
+        json!({"step": "cp", "mix": "key, access, placement in turn", "concurrency": conc,
         "lookups_per_sec": per_sec, "full_misses_per_sec": per_sec / 3.0,
-        "errors": errors.load(Ordering::Relaxed)}));
+        "errors": errors.load(Ordering::Relaxed)}),
+    );
 }
 
 async fn latency(target: &Target) {
@@ -328,7 +340,7 @@ async fn uniform(target: Arc<Target>) {
     let secs = num("LOAD_SECS", 300);
     let every = num("LOAD_REPORT_SECS", 30);
     let pid = env("LOAD_ROUTER_PID", "");
-    let metrics_url = env("LOAD_ROUTER_METRICS_URL", "");
+    let metrics_url = env("LOAD_ROUTER_METRICS_URL", "http://127.0.0.1:15491");
     let statuses = Arc::new(Mutex::new(BTreeMap::<u16, u64>::new()));
     let stop = Arc::new(AtomicBool::new(false));
     let tasks: Vec<_> = (0..conc)
@@ -367,9 +379,11 @@ async fn uniform(target: Arc<Target>) {
         let rss = rss_mib(&pid);
         peak = peak.max(rss);
         let total: u64 = window.values().sum();
-        print(json!({"step": "uniform", "t_secs": started.elapsed().as_secs(),
+        print(
+            json!({"step": "uniform", "t_secs": started.elapsed().as_secs(),
             "requests_per_sec": total as f64 / t.elapsed().as_secs_f64(),
-            "statuses": window, "rss_mib": rss, "peak_rss_mib": peak, "caches": caches}));
+            "statuses": window, "rss_mib": rss, "peak_rss_mib": peak, "caches": caches}),
+        );
     }
     stop.store(true, Ordering::Relaxed);
     for t in tasks {
@@ -381,7 +395,7 @@ async fn uniform(target: Arc<Target>) {
 #[ignore = "a measurement against a running cluster (see the module doc)"]
 async fn router_cache_load() {
     let n = num("LOAD_N", 1_000_000);
-    let null = env("LOAD_NULL_SHARD", "127.0.0.1:42492");
+    let null = env("LOAD_NULL_SHARD", "127.0.0.1:15492");
     let steps = env("LOAD_STEPS", "fill,cp,latency,uniform");
     let steps: Vec<&str> = steps.split(',').collect();
     null_shard(&null).await;
@@ -390,7 +404,7 @@ async fn router_cache_load() {
             .pool_max_idle_per_host(256)
             .build()
             .unwrap(),
-        router: env("LOAD_ROUTER_URL", "http://127.0.0.1:42490"),
+        router: env("LOAD_ROUTER_URL", "http://127.0.0.1:15490"),
     });
     print(json!({"n": n, "steps": steps, "tag_1": tag(1), "db_1": db_id(1)}));
     if steps.contains(&"fill") {

@@ -17,8 +17,6 @@
 //! [`ConnectionLimits::stream_idle_timeout`]: crate::config::ConnectionLimits
 
 use cluster_protocol::control::Role;
-
-use crate::forward::placement::Placement;
 use cluster_protocol::routes::Streamed;
 use cluster_protocol::MISPLACED_STATUS;
 use http::{HeaderMap, Response};
@@ -30,6 +28,7 @@ use crate::errors::{ApiError, Body};
 use crate::forward::client::{
     client_response, declared_length, read_limited, request_headers, shard_failure,
 };
+use crate::forward::placement::Placement;
 use crate::forward::stream_body::{Cut, StreamedBody};
 use crate::gate::auth::Caller;
 use crate::state::AppState;

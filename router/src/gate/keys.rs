@@ -154,7 +154,6 @@ fn refusal(r: Refusal) -> AuthError {
     }
 }
 
-
 /// Result of the in-memory check.
 pub enum Cached {
     Verified(Arc<VerifiedKey>),

@@ -25,7 +25,10 @@ fn revoke(e: &Env, key_id: &str) {
         .arg(format!("cluster:key:{key_id}"))
         .query(&mut redis)
         .unwrap();
-    let msg = serde_json::to_string(&cluster_protocol::control::redis_keys::Invalidation::Key(key_id.to_string())).unwrap();
+    let msg = serde_json::to_string(&cluster_protocol::control::redis_keys::Invalidation::Key(
+        key_id.to_string(),
+    ))
+    .unwrap();
     let _: i64 = redis::cmd("PUBLISH")
         .arg(cluster_protocol::control::redis_keys::INVALIDATION_CHANNEL)
         .arg(msg)
@@ -83,7 +86,10 @@ async fn evicted_placements_are_read_again_and_cached_access_follows_its_version
     assert_eq!(e.get(&p1, Some(&token)).await.status(), 200);
     assert_eq!(calls(), after_db1 + 2);
     assert_eq!(
-        (s1.hits.load(Ordering::SeqCst), s2.hits.load(Ordering::SeqCst)),
+        (
+            s1.hits.load(Ordering::SeqCst),
+            s2.hits.load(Ordering::SeqCst)
+        ),
         (2, 2)
     );
 
