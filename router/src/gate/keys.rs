@@ -6,11 +6,13 @@
 //! hash itself. At most `ROUTER_KEY_CACHE_ENTRIES` verified keys are kept
 //! (least recently used first out, see `bounded`); an evicted key is
 //! fetched and verified again on its next use, so eviction can only make a
-//! request ask the control plane, never accept a key it would refuse. Cold verifications are counted before hashing
-//! (see `attempts`: one at a time per key id, a failure budget per key id and
-//! address) and bounded by a small semaphore; waiting longer than
-//! `hash_wait` for it is a 503, never a 401. Unknown key ids are cached
-//! negatively for a moment.
+//! request ask the control plane, never accept a key it would refuse.
+//!
+//! Cold verifications are counted before hashing (see `attempts`: one at a
+//! time per key id, a failure budget per key id and address) and bounded by
+//! a small semaphore; waiting longer than `hash_wait` for it is a 503, never
+//! a 401. Unknown key ids are cached negatively for a moment (at most
+//! 100,000 of them).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
