@@ -49,6 +49,8 @@ pub struct Config {
     pub threads: usize,
     /// Bounds on client connections and on waits for clients and shards.
     pub connections: ConnectionLimits,
+    /// Entries each in-memory cache holds at most.
+    pub caches: CacheLimits,
     /// Renders `GET /metrics` (`metrics`). Not from the environment: `main`
     /// installs the process's recorder and puts its handle here; `None`
     /// (tests, library use) answers that path like any unknown one.
@@ -86,6 +88,30 @@ pub struct ConnectionLimits {
     /// 25 bodies of the 10 MiB maximum at once, or thousands of ordinary
     /// JSON bodies, well within a router's memory.
     pub body_budget_bytes: u64,
+}
+
+/// Entries each of the router's caches holds at most; beyond it the least
+/// recently used entry goes (`bounded`) and is read from the control plane
+/// again on its next use. The defaults keep a router's RSS under 512 MiB
+/// whatever the fleet's size (docs/capacity.md, "Router caches").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheLimits {
+    /// `ROUTER_PLACEMENT_CACHE_ENTRIES`: placements, by routing tag.
+    pub placements: usize,
+    /// `ROUTER_KEY_CACHE_ENTRIES`: verified API keys.
+    pub keys: usize,
+    /// `ROUTER_ACCESS_CACHE_ENTRIES`: users' memberships and grants.
+    pub users: usize,
+}
+
+impl Default for CacheLimits {
+    fn default() -> Self {
+        Self {
+            placements: crate::bounded::DEFAULT_PLACEMENTS,
+            keys: crate::bounded::DEFAULT_KEYS,
+            users: crate::bounded::DEFAULT_USERS,
+        }
+    }
 }
 
 /// [`ConnectionLimits::body_budget_bytes`] when not set.
@@ -217,6 +243,17 @@ pub struct Settings {
     /// `Retry-After: 1` (not the streamed routes).
     #[arg(long, env = "ROUTER_BODY_BUDGET_BYTES", default_value = "268435456", value_parser = parse::positive::<u64>)]
     pub body_budget_bytes: u64,
+    /// Placements cached at most (least recently used out first).
+    #[arg(long, env = "ROUTER_PLACEMENT_CACHE_ENTRIES", default_value = "250000", value_parser = parse::positive::<usize>)]
+    pub placement_cache_entries: usize,
+    /// Verified API keys cached at most (least recently used out first;
+    /// an evicted key is verified with argon2id again on its next use).
+    #[arg(long, env = "ROUTER_KEY_CACHE_ENTRIES", default_value = "125000", value_parser = parse::positive::<usize>)]
+    pub key_cache_entries: usize,
+    /// Users' access (memberships, grants) cached at most (least recently
+    /// used out first).
+    #[arg(long, env = "ROUTER_ACCESS_CACHE_ENTRIES", default_value = "125000", value_parser = parse::positive::<usize>)]
+    pub access_cache_entries: usize,
 }
 
 impl Config {
@@ -258,6 +295,11 @@ impl Config {
                 shard_timeout: s.shard_timeout_ms,
                 body_budget_bytes: s.body_budget_bytes,
             },
+            caches: CacheLimits {
+                placements: s.placement_cache_entries,
+                keys: s.key_cache_entries,
+                users: s.access_cache_entries,
+            },
             metrics: None,
         };
         if let Some(m) = &config.metrics_token {
@@ -285,6 +327,7 @@ mod tests {
         .unwrap();
         let c = Config::from_settings(s).unwrap();
         assert_eq!(c.connections, ConnectionLimits::default());
+        assert_eq!(c.caches, CacheLimits::default());
         let h = HashLimits::default();
         assert_eq!(
             (c.hash_limits.concurrency, c.hash_limits.wait),

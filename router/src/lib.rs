@@ -5,6 +5,7 @@
 //! tag) and [`answers`] (what the router answers itself).
 
 pub mod answers;
+pub mod bounded;
 pub mod config;
 pub mod cores;
 pub mod edge;

@@ -1,6 +1,7 @@
 //! Everything a request handler needs, built once at start-up.
 //!
-//! The caches (keys, users, placements, signatures, health), the fallback
+//! The caches (keys, users, placements, signatures, health; the first three
+//! bounded by `ROUTER_*_CACHE_ENTRIES`), the fallback
 //! limiter's counters and the in-flight bound are shared by every core; the
 //! Redis connections and the pooled shard connections belong to one core
 //! (see `cores`), so a request never waits on a socket another thread drives.
@@ -57,9 +58,16 @@ impl AppState {
                 .traced(service_kit::trace::inject);
         let redis = RedisPool::new(&config.redis_url, REDIS_MAX_IDLE, REDIS_CONNECT_TIMEOUT)?;
         Ok(Self {
-            keys: Arc::new(KeyStore::new(control.clone(), config.hash_limits)),
-            access: Arc::new(AccessStore::new(control.clone())),
-            placements: Arc::new(PlacementStore::new(control.clone())),
+            keys: Arc::new(KeyStore::bounded(
+                control.clone(),
+                config.hash_limits,
+                config.caches.keys,
+            )),
+            access: Arc::new(AccessStore::bounded(control.clone(), config.caches.users)),
+            placements: Arc::new(PlacementStore::bounded(
+                control.clone(),
+                config.caches.placements,
+            )),
             registry: Arc::new(Registry::new(&config.redis_url)),
             limiter: Limiter::new(redis),
             uploads: Arc::default(),

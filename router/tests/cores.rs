@@ -52,6 +52,7 @@ fn config(cp: SocketAddr) -> router::Config {
         pool_max_idle_per_host: 16,
         shutdown_grace: Duration::from_secs(5),
         hash_limits: router::gate::keys::HashLimits::default(),
+        caches: router::config::CacheLimits::default(),
         threads: 2,
         connections: Default::default(),
         metrics: None,

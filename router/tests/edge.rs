@@ -204,6 +204,7 @@ async fn env(limits: ConnectionLimits, max_in_flight: usize, shard_url: &str) ->
         pool_max_idle_per_host: 16,
         shutdown_grace: Duration::from_secs(1),
         hash_limits: router::gate::keys::HashLimits::default(),
+        caches: router::config::CacheLimits::default(),
         threads: 1,
         connections: limits,
         metrics: None,

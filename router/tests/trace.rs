@@ -284,6 +284,7 @@ async fn a_request_through_the_router_is_one_trace_across_router_and_shard() {
         pool_max_idle_per_host: 4,
         shutdown_grace: Duration::from_secs(1),
         hash_limits: router::gate::keys::HashLimits::default(),
+        caches: router::config::CacheLimits::default(),
         threads: 1,
         connections: Default::default(),
         metrics: None,

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use cluster_protocol::control::{client::ClientError, Access, Placement};
+use cluster_protocol::control::{client::ClientError, Access};
 use cluster_protocol::error::forbidden;
 use http::{header, HeaderMap, HeaderValue, Method, Response, StatusCode, Uri};
 use http_body_util::BodyExt;
@@ -17,6 +17,7 @@ use crate::edge::trace::{self, RequestSpan};
 use crate::errors::{full, json, ApiError, Body};
 use crate::forward::client::{client_response, read_limited, request_headers, shard_failure};
 use crate::forward::hold;
+use crate::forward::placement::Placement;
 use crate::forward::principal_sign::Request;
 use crate::gate::auth::Caller;
 use crate::state::AppState;

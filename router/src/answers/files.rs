@@ -9,13 +9,13 @@
 
 use std::sync::Arc;
 
-use cluster_protocol::control::Placement;
 use http::{header, HeaderMap, HeaderName, Request, Response};
 use hyper::body::Incoming;
 
 use crate::edge::trace::{self, RequestSpan};
 use crate::errors::{empty, ApiError, Body};
 use crate::forward::client::{shard_failure, X_FORWARDED_FOR};
+use crate::forward::placement::Placement;
 use crate::forward::{hold, misplaced};
 use crate::state::AppState;
 

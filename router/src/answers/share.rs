@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use cluster_protocol::control::Placement;
 use cluster_protocol::principal::Principal;
 use http::{Request, Response};
 use hyper::body::Incoming;
@@ -18,6 +17,7 @@ use hyper::body::Incoming;
 use crate::edge::trace::{self, RequestSpan};
 use crate::errors::{empty, ApiError, Body};
 use crate::forward::client::{client_response, request_headers, shard_failure};
+use crate::forward::placement::Placement;
 use crate::forward::principal_sign;
 use crate::forward::{hold, misplaced};
 use crate::gate::auth;

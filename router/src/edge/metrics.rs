@@ -38,6 +38,10 @@ pub const CACHE_HITS: &str = "tabula_router_cache_hits_total";
 /// Lookups that had to ask the control plane, by `cache`. Counter.
 pub const CACHE_MISSES: &str = "tabula_router_cache_misses_total";
 
+/// Entries a router cache holds now, by `cache` (at most its
+/// `ROUTER_*_CACHE_ENTRIES`). Gauge, set when an entry is added.
+pub const CACHE_ENTRIES: &str = "tabula_router_cache_entries";
+
 /// The router's caches.
 #[derive(Debug, Clone, Copy)]
 pub enum Cache {
@@ -72,6 +76,10 @@ pub fn describe() {
         CACHE_HITS,
         "Lookups answered from a router cache (key, placement, access)."
     );
+    ::metrics::describe_gauge!(
+        CACHE_ENTRIES,
+        "Entries a router cache holds (key, placement, access), at most its ROUTER_*_CACHE_ENTRIES."
+    );
     describe_counter!(
         CACHE_MISSES,
         "Lookups a router cache could not answer: the control plane was asked."
@@ -84,6 +92,10 @@ pub fn cache_hit(cache: Cache) {
 
 pub fn cache_miss(cache: Cache) {
     ::metrics::counter!(CACHE_MISSES, "cache" => cache.label()).increment(1);
+}
+
+pub fn cache_entries(cache: Cache, entries: usize) {
+    ::metrics::gauge!(CACHE_ENTRIES, "cache" => cache.label()).set(entries as f64);
 }
 
 pub fn redis_round_trip(ok: bool, elapsed: Duration) {

@@ -11,12 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use cluster_protocol::control::Placement;
 use tokio::time::Instant;
 
 use crate::edge::trace::RequestSpan;
 use crate::errors::ApiError;
-use crate::forward::placement::PlacementStore;
+use crate::forward::placement::{Placement, PlacementStore};
 use crate::state::AppState;
 
 /// Longest a request waits for holds in all, whatever `hold_until` says (a

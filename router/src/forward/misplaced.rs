@@ -10,7 +10,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster_protocol::control::Placement;
 use cluster_protocol::MISPLACED_STATUS;
 use http::Response;
 use http_body_util::BodyExt;
@@ -19,6 +18,7 @@ use hyper::body::Incoming;
 use crate::edge::trace::RequestSpan;
 use crate::errors::ApiError;
 use crate::forward::hold;
+use crate::forward::placement::Placement;
 use crate::state::AppState;
 
 /// Sends to shards per request, at most.

@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use cluster_protocol::control::Placement;
 use cluster_protocol::routes::Streamed;
 use http::{HeaderValue, Response};
 use hyper::body::Incoming;
@@ -18,6 +17,7 @@ use hyper::body::Incoming;
 use crate::edge::trace::{self, RequestSpan};
 use crate::errors::{full, ApiError, Body};
 use crate::forward::client::{client_response, prepare_body, request_headers, shard_failure};
+use crate::forward::placement::Placement;
 use crate::forward::principal_sign::Request;
 use crate::forward::streamed::{self, Destination};
 use crate::forward::{hold, link_target, misplaced};

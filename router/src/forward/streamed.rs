@@ -16,7 +16,7 @@
 //!
 //! [`ConnectionLimits::stream_idle_timeout`]: crate::config::ConnectionLimits
 
-use cluster_protocol::control::{Placement, Role};
+use cluster_protocol::control::Role;
 use cluster_protocol::routes::Streamed;
 use cluster_protocol::MISPLACED_STATUS;
 use http::{HeaderMap, Response};
@@ -28,6 +28,7 @@ use crate::errors::{ApiError, Body};
 use crate::forward::client::{
     client_response, declared_length, read_limited, request_headers, shard_failure,
 };
+use crate::forward::placement::Placement;
 use crate::forward::stream_body::{Cut, StreamedBody};
 use crate::gate::auth::Caller;
 use crate::state::AppState;

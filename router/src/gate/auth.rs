@@ -199,6 +199,7 @@ pub async fn gate(
                 .verify_cold(bearer.key_id, bearer.secret, &address)
                 .await
                 .map_err(|e| auth_error(span, e))?;
+            metrics::cache_entries(Cache::Key, state.keys.len());
             let charge = Charge {
                 address: &address,
                 shield_limit: 0,

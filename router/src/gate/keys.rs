@@ -1,33 +1,48 @@
 //! API key verification. argon2id runs once per key per router; afterwards a
-//! request's secret is checked by comparing sha256(secret) with the stored
-//! digest in constant time. Cold verifications are counted before hashing
-//! (see `attempts`: one at a time per key id, a failure budget per key id and
-//! address) and bounded by a small semaphore; waiting longer than
-//! `hash_wait` for it is a 503, never a 401. Unknown key ids are cached
-//! negatively for a moment.
+//! request's secret is checked by comparing a keyed digest of it
+//! (HMAC-SHA256 under a key drawn at start, never leaving the process) with
+//! the stored one in constant time. A verified key keeps only that digest
+//! and a fingerprint of its argon2id hash (to notice a new secret), not the
+//! hash itself. At most `ROUTER_KEY_CACHE_ENTRIES` verified keys are kept
+//! (least recently used first out, see `bounded`); an evicted key is
+//! fetched and verified again on its next use, so eviction can only make a
+//! request ask the control plane, never accept a key it would refuse.
+//!
+//! Cold verifications are counted before hashing (see `attempts`: one at a
+//! time per key id, a failure budget per key id and address) and bounded by
+//! a small semaphore; waiting longer than `hash_wait` for it is a 503, never
+//! a 401. Unknown key ids are cached negatively for a moment (at most
+//! 100,000 of them).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use argon2::{password_hash::PasswordHash, Argon2, PasswordVerifier};
 use cluster_protocol::control::{client::ControlPlaneClient, redis_keys, KeyRecord};
+use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
 
+use crate::bounded::BoundedMap;
 use crate::gate::attempts::{Attempts, Refusal};
+
+/// Unknown key ids remembered at most (for `NEGATIVE_TTL`).
+const UNKNOWN_ENTRIES: usize = 100_000;
 
 const NEGATIVE_TTL: Duration = Duration::from_secs(2);
 /// Re-fetch a key older than this when Redis cannot tell us its version.
 pub const FALLBACK_MAX_AGE: Duration = Duration::from_secs(3);
 
-/// A key whose secret this router has verified.
+/// A key whose secret this router has verified. `record.secret_hash` is
+/// empty: [`VerifiedKey::hash_fingerprint`] stands for it.
 #[derive(Debug)]
 pub struct VerifiedKey {
     pub record: KeyRecord,
     digest: [u8; 32],
+    /// The first 16 bytes of sha256 of the argon2id PHC string verified.
+    hash_fingerprint: [u8; 16],
     pub fetched_at: Instant,
     /// The Redis keys the limiter reads for it, named once.
     pub redis: RedisNames,
@@ -42,8 +57,20 @@ pub struct RedisNames {
     pub last_used: String,
 }
 
+/// What stands for an argon2id hash in a verified key.
+fn hash_fingerprint(phc: &str) -> [u8; 16] {
+    let full: [u8; 32] = Sha256::digest(phc.as_bytes()).into();
+    let mut short = [0; 16];
+    short.copy_from_slice(&full[..16]);
+    short
+}
+
 impl VerifiedKey {
-    fn new(record: KeyRecord, digest: [u8; 32], fetched_at: Instant) -> Self {
+    /// From the record whose hash `digest`'s secret was verified against
+    /// (the hash itself is dropped here).
+    fn new(mut record: KeyRecord, digest: [u8; 32], fetched_at: Instant) -> Self {
+        let hash_fingerprint = hash_fingerprint(&record.secret_hash);
+        record.secret_hash = String::new();
         let redis = RedisNames {
             key_version: redis_keys::key_version(&record.id),
             user_version: redis_keys::user_version(&record.user.id),
@@ -52,9 +79,30 @@ impl VerifiedKey {
         Self {
             record,
             digest,
+            hash_fingerprint,
             fetched_at,
             redis,
         }
+    }
+
+    /// The same key, read again at `fetched_at`.
+    fn aged(&self, fetched_at: Instant) -> Self {
+        Self {
+            record: self.record.clone(),
+            digest: self.digest,
+            hash_fingerprint: self.hash_fingerprint,
+            fetched_at,
+            redis: RedisNames {
+                key_version: self.redis.key_version.clone(),
+                user_version: self.redis.user_version.clone(),
+                last_used: self.redis.last_used.clone(),
+            },
+        }
+    }
+
+    /// Whether `phc` is the hash this key's secret was verified against.
+    pub fn verified_against(&self, phc: &str) -> bool {
+        bool::from(hash_fingerprint(phc).ct_eq(&self.hash_fingerprint))
     }
 }
 
@@ -90,8 +138,10 @@ impl Default for HashLimits {
 
 pub struct KeyStore {
     control: ControlPlaneClient,
-    verified: RwLock<HashMap<String, Arc<VerifiedKey>>>,
-    unknown: Mutex<HashMap<String, Instant>>,
+    verified: BoundedMap<Arc<VerifiedKey>>,
+    unknown: BoundedMap<Instant>,
+    /// The HMAC key of the secrets' digests, drawn at start.
+    digest_key: [u8; 32],
     attempts: Attempts,
     hashing: Arc<Semaphore>,
     hash_wait: Duration,
@@ -106,10 +156,6 @@ fn refusal(r: Refusal) -> AuthError {
     }
 }
 
-fn digest(secret: &str) -> [u8; 32] {
-    Sha256::digest(secret.as_bytes()).into()
-}
-
 /// Result of the in-memory check.
 pub enum Cached {
     Verified(Arc<VerifiedKey>),
@@ -121,15 +167,38 @@ pub enum Cached {
 
 impl KeyStore {
     pub fn new(control: ControlPlaneClient, limits: HashLimits) -> Self {
+        Self::bounded(control, limits, crate::bounded::DEFAULT_KEYS)
+    }
+
+    /// A store of at most `entries` verified keys.
+    pub fn bounded(control: ControlPlaneClient, limits: HashLimits, entries: usize) -> Self {
         Self {
             control,
-            verified: RwLock::default(),
-            unknown: Mutex::default(),
+            verified: BoundedMap::new(entries),
+            unknown: BoundedMap::new(UNKNOWN_ENTRIES),
+            digest_key: rand::random(),
             attempts: Attempts::default(),
             hashing: Arc::new(Semaphore::new(limits.concurrency)),
             hash_wait: limits.wait,
             hashes: AtomicU64::new(0),
         }
+    }
+
+    /// The keyed digest of a secret.
+    fn digest(&self, secret: &str) -> [u8; 32] {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.digest_key)
+            .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+        mac.update(secret.as_bytes());
+        mac.finalize().into_bytes().into()
+    }
+
+    /// Verified keys held now.
+    pub fn len(&self) -> usize {
+        self.verified.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.verified.is_empty()
     }
 
     /// How many argon2id verifications this store has run.
@@ -139,9 +208,8 @@ impl KeyStore {
 
     /// The cheap check: a digest comparison against a verified key.
     pub fn check_cached(&self, key_id: &str, secret: &str) -> Cached {
-        let map = self.verified.read().unwrap_or_else(|p| p.into_inner());
-        match map.get(key_id) {
-            Some(k) if bool::from(k.digest.ct_eq(&digest(secret))) => Cached::Verified(k.clone()),
+        match self.verified.get(key_id) {
+            Some(k) if bool::from(k.digest.ct_eq(&self.digest(secret))) => Cached::Verified(k),
             Some(_) => Cached::WrongSecret,
             None => Cached::Cold,
         }
@@ -156,17 +224,12 @@ impl KeyStore {
         secret: &str,
         address: &str,
     ) -> Result<Arc<VerifiedKey>, AuthError> {
-        if let Some(at) = self
-            .unknown
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(key_id)
-        {
+        if let Some(at) = self.unknown.peek(key_id) {
             if at.elapsed() < NEGATIVE_TTL {
                 return Err(AuthError::Unauthorized);
             }
         }
-        let candidate = digest(secret);
+        let candidate = self.digest(secret);
         let admission = self
             .attempts
             .admit(key_id, address, candidate)
@@ -249,7 +312,7 @@ impl KeyStore {
                 return Err(e);
             }
         };
-        if record.user.suspended || record.secret_hash != key.record.secret_hash {
+        if record.user.suspended || !key.verified_against(&record.secret_hash) {
             // A changed hash means the secret must be verified again.
             self.forget(&key.record.id);
             return Err(AuthError::Unauthorized);
@@ -261,23 +324,14 @@ impl KeyStore {
 
     /// Marks a key for re-fetching on its next use (keeps nothing about it).
     pub fn forget(&self, key_id: &str) {
-        self.verified
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(key_id);
+        self.verified.remove(key_id);
     }
 
     /// Ages a key so the next request re-reads it, without losing the digest.
     pub fn mark_stale(&self, key_id: &str) {
-        let mut map = self.verified.write().unwrap_or_else(|p| p.into_inner());
-        if let Some(k) = map.get(key_id) {
-            let stale = Arc::new(VerifiedKey::new(
-                k.record.clone(),
-                k.digest,
-                Instant::now() - Duration::from_secs(3600),
-            ));
-            map.insert(key_id.to_string(), stale);
-        }
+        let long_ago = Instant::now() - Duration::from_secs(3600);
+        self.verified
+            .replace_with(key_id, |k| Arc::new(k.aged(long_ago)));
     }
 
     pub fn is_stale(key: &VerifiedKey) -> bool {
@@ -285,21 +339,15 @@ impl KeyStore {
     }
 
     fn insert(&self, key: Arc<VerifiedKey>) {
-        self.verified
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.record.id.clone(), key);
+        let id = key.record.id.clone();
+        self.verified.insert(&id, key);
     }
 
     async fn fetch(&self, key_id: &str) -> Result<KeyRecord, AuthError> {
         match self.control.key(key_id).await {
             Ok(r) => Ok(r),
             Err(e) if e.is_not_found() => {
-                let mut unknown = self.unknown.lock().unwrap_or_else(|p| p.into_inner());
-                if unknown.len() > 100_000 {
-                    unknown.retain(|_, at| at.elapsed() < NEGATIVE_TTL);
-                }
-                unknown.insert(key_id.to_string(), Instant::now());
+                self.unknown.insert(key_id, Instant::now());
                 Err(AuthError::Unauthorized)
             }
             Err(e) => Err(AuthError::Unavailable(e.to_string())),

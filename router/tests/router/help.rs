@@ -30,6 +30,9 @@ const SETTINGS: &[&str] = &[
     "ROUTER_STREAM_IDLE_TIMEOUT_SECS",
     "ROUTER_SHARD_TIMEOUT_MS",
     "ROUTER_BODY_BUDGET_BYTES",
+    "ROUTER_PLACEMENT_CACHE_ENTRIES",
+    "ROUTER_KEY_CACHE_ENTRIES",
+    "ROUTER_ACCESS_CACHE_ENTRIES",
 ];
 
 /// Runs the binary with only a secret in its environment.

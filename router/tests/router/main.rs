@@ -346,6 +346,7 @@ async fn env_with_config(
         pool_max_idle_per_host: 16,
         shutdown_grace: std::time::Duration::from_secs(1),
         hash_limits: router::gate::keys::HashLimits::default(),
+        caches: router::config::CacheLimits::default(),
         threads: 1,
         connections: Default::default(),
         // One recorder for the whole test process: every router shares it.
@@ -458,6 +459,7 @@ fn header(r: &reqwest::Response, name: &str) -> Option<String> {
         .map(|v| v.to_str().unwrap().to_string())
 }
 
+mod bounded;
 mod gate;
 mod help;
 mod keys;
