@@ -45,9 +45,9 @@ pub struct RedisNames {
 impl VerifiedKey {
     fn new(record: KeyRecord, digest: [u8; 32], fetched_at: Instant) -> Self {
         let redis = RedisNames {
-            key_version: redis_keys::key_version(&record.id),
+            key_version: redis_keys::key_version(&record.user.id, &record.id),
             user_version: redis_keys::user_version(&record.user.id),
-            last_used: redis_keys::key_last_used(&record.id),
+            last_used: redis_keys::key_last_used(&record.user.id, &record.id),
         };
         Self {
             record,
