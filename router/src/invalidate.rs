@@ -2,6 +2,9 @@
 //! placements as soon as the control plane says they changed. Reconnects
 //! forever; after a gap it clears placements (messages may have been missed;
 //! keys and users are also checked against Redis versions on every request).
+//! On a Redis Cluster a message published on any node reaches every node,
+//! so the router subscribes on one node and, when that one fails (a killed
+//! master), on the next of `REDIS_URL`'s seeds.
 //! A dropped placement is read again at once, off the subscription's task,
 //! and its epoch acknowledged (`registry`).
 
@@ -10,6 +13,7 @@ use std::time::Duration;
 
 use cluster_protocol::control::redis_keys::{Invalidation, INVALIDATION_CHANNEL};
 use futures::StreamExt;
+use service_kit::redis_target::Target;
 
 use crate::registry;
 use crate::state::AppState;
@@ -30,9 +34,17 @@ pub fn apply(state: &AppState, msg: &Invalidation) {
 }
 
 pub async fn run(state: Arc<AppState>) {
+    let urls = match Target::parse(&state.config.redis_url) {
+        Ok(target) => target.urls(),
+        Err(e) => {
+            tracing::warn!(error = %e, "no invalidation subscription");
+            return;
+        }
+    };
     let mut first = true;
-    loop {
-        match subscribe_once(&state, first).await {
+    for attempt in 0usize.. {
+        let url = &urls[attempt % urls.len()];
+        match subscribe_once(&state, url, first).await {
             Ok(()) => tracing::warn!("invalidation subscription ended; reconnecting"),
             Err(e) => tracing::debug!(error = %e, "invalidation subscription failed; retrying"),
         }
@@ -41,8 +53,8 @@ pub async fn run(state: Arc<AppState>) {
     }
 }
 
-async fn subscribe_once(state: &AppState, first: bool) -> redis::RedisResult<()> {
-    let client = redis::Client::open(state.config.redis_url.as_str())?;
+async fn subscribe_once(state: &AppState, url: &str, first: bool) -> redis::RedisResult<()> {
+    let client = redis::Client::open(url)?;
     let mut pubsub = client.get_async_pubsub().await?;
     pubsub.subscribe(INVALIDATION_CHANNEL).await?;
     if !first {

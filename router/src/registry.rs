@@ -20,8 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use cluster_protocol::control::redis_keys::{placement_acks, ROUTERS, ROUTER_HEARTBEAT_MS};
 use cluster_protocol::ids::{random_token, ID_BODY_LEN};
-use redis::aio::MultiplexedConnection;
-use redis::AsyncConnectionConfig;
+use service_kit::redis_target::{Conn, Target};
 
 use crate::forward::placement::PlacementStore;
 
@@ -35,19 +34,19 @@ const TIMEOUT: Duration = Duration::from_secs(1);
 
 pub struct Registry {
     id: String,
-    client: Option<redis::Client>,
-    conn: tokio::sync::Mutex<Option<MultiplexedConnection>>,
+    target: Option<Target>,
+    conn: tokio::sync::Mutex<Option<Conn>>,
 }
 
 impl Registry {
     /// A registry entry with a fresh random id; connects nothing yet.
     pub fn new(redis_url: &str) -> Self {
-        let client = redis::Client::open(redis_url)
+        let target = Target::parse(redis_url)
             .inspect_err(|e| tracing::warn!(error = %e, "router registry disabled"))
             .ok();
         Self {
             id: random_token(ID_BODY_LEN),
-            client,
+            target,
             conn: tokio::sync::Mutex::new(None),
         }
     }
@@ -60,7 +59,7 @@ impl Registry {
     /// Runs `pipe` on the shared connection (opened on demand, dropped on
     /// failure so the next call opens a new one).
     async fn run(&self, pipe: &redis::Pipeline) -> redis::RedisResult<()> {
-        let Some(client) = &self.client else {
+        let Some(target) = &self.target else {
             return Ok(());
         };
         let mut conn = {
@@ -68,12 +67,7 @@ impl Registry {
             match slot.as_ref() {
                 Some(c) => c.clone(),
                 None => {
-                    let config = AsyncConnectionConfig::new()
-                        .set_connection_timeout(Some(TIMEOUT))
-                        .set_response_timeout(Some(TIMEOUT));
-                    let c = client
-                        .get_multiplexed_async_connection_with_config(&config)
-                        .await?;
+                    let c = Conn::connect(target, TIMEOUT).await?;
                     *slot = Some(c.clone());
                     c
                 }

@@ -15,7 +15,7 @@ use crate::answers::health::HealthCache;
 use crate::config::Config;
 use crate::forward::{client::Forwarder, placement::PlacementStore, principal_sign::Signer};
 use crate::gate::{
-    access::AccessStore, keys::KeyStore, limiter_lua::Limiter, redis_conn::RedisPool,
+    access::AccessStore, keys::KeyStore, limiter_lua::Limiter, redis_conn::Redis,
     upload_limit::UploadLimiter,
 };
 use crate::registry::Registry;
@@ -56,7 +56,7 @@ impl AppState {
         let control =
             ControlPlaneClient::new(&config.control_plane_url, &config.control_plane_token.0)
                 .traced(service_kit::trace::inject);
-        let redis = RedisPool::new(&config.redis_url, REDIS_MAX_IDLE, REDIS_CONNECT_TIMEOUT)?;
+        let redis = Redis::new(&config.redis_url, REDIS_MAX_IDLE, REDIS_CONNECT_TIMEOUT)?;
         Ok(Self {
             keys: Arc::new(KeyStore::bounded(
                 control.clone(),
@@ -89,7 +89,7 @@ impl AppState {
 
     /// The state of another core: the same caches, its own connections.
     pub fn for_another_core(&self) -> anyhow::Result<Self> {
-        let redis = RedisPool::new(
+        let redis = Redis::new(
             &self.config.redis_url,
             REDIS_MAX_IDLE,
             REDIS_CONNECT_TIMEOUT,

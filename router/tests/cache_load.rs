@@ -6,9 +6,9 @@
 //! started apart with the bounds to measure:
 //!
 //! ```sh
-//! # a dev cluster (PORT_BASE 15400), then a router of its own on PORT_BASE+90:
+//! # a dev cluster (PORT_BASE 15400), then a router of its own on PORT_BASE+100:
 //! set -a; . .dev-cluster/env; set +a
-//! ROUTER_LISTEN=127.0.0.1:15490 ROUTER_METRICS_LISTEN=127.0.0.1:15491 \
+//! ROUTER_LISTEN=127.0.0.1:15500 ROUTER_METRICS_LISTEN=127.0.0.1:15501 \
 //!   ROUTER_ADDRESS_LIMIT_PER_MIN=1000000000 ROUTER_KEY_LIMIT_PER_MIN=1000000 RUST_LOG=warn \
 //!   ROUTER_KEY_CACHE_ENTRIES=20000 ... target/debug/router & echo $! > router.pid
 //! LOAD_ROUTER_PID=$(cat router.pid) LOAD_N=1000000 LOAD_STEPS=fill,cp,latency,uniform \
@@ -21,7 +21,7 @@
 //!   measures the caches, not argon2), N databases (tag `z` + 4 base-62
 //!   digits) each owned by its user, all placed on a shard `cacheload-null`
 //!   whose URL is this program's null shard (`LOAD_NULL_SHARD`, default
-//!   127.0.0.1:15492, PORT_BASE+92): it answers 200 `{}` to anything. A real shard would
+//!   127.0.0.1:15502, PORT_BASE+102): it answers 200 `{}` to anything. A real shard would
 //!   answer 421 for a database it does not hold, and the router would then
 //!   read the placement again up to five times per request (the move
 //!   protocol), which measures that path instead of the caches. Bulk SQL in
@@ -340,7 +340,7 @@ async fn uniform(target: Arc<Target>) {
     let secs = num("LOAD_SECS", 300);
     let every = num("LOAD_REPORT_SECS", 30);
     let pid = env("LOAD_ROUTER_PID", "");
-    let metrics_url = env("LOAD_ROUTER_METRICS_URL", "http://127.0.0.1:15491");
+    let metrics_url = env("LOAD_ROUTER_METRICS_URL", "http://127.0.0.1:15501");
     let statuses = Arc::new(Mutex::new(BTreeMap::<u16, u64>::new()));
     let stop = Arc::new(AtomicBool::new(false));
     let tasks: Vec<_> = (0..conc)
@@ -395,7 +395,7 @@ async fn uniform(target: Arc<Target>) {
 #[ignore = "a measurement against a running cluster (see the module doc)"]
 async fn router_cache_load() {
     let n = num("LOAD_N", 1_000_000);
-    let null = env("LOAD_NULL_SHARD", "127.0.0.1:15492");
+    let null = env("LOAD_NULL_SHARD", "127.0.0.1:15502");
     let steps = env("LOAD_STEPS", "fill,cp,latency,uniform");
     let steps: Vec<&str> = steps.split(',').collect();
     null_shard(&null).await;
@@ -404,7 +404,7 @@ async fn router_cache_load() {
             .pool_max_idle_per_host(256)
             .build()
             .unwrap(),
-        router: env("LOAD_ROUTER_URL", "http://127.0.0.1:15490"),
+        router: env("LOAD_ROUTER_URL", "http://127.0.0.1:15500"),
     });
     print(json!({"n": n, "steps": steps, "tag_1": tag(1), "db_1": db_id(1)}));
     if steps.contains(&"fill") {

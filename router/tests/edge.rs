@@ -35,10 +35,16 @@ fn redis_url() -> String {
 }
 
 fn redis_set(key: String, version: i64) {
-    let mut conn = redis::Client::open(redis_url())
-        .unwrap()
-        .get_connection()
-        .unwrap();
+    use service_kit::redis_target::Target;
+    let mut conn: Box<dyn redis::ConnectionLike> = match Target::parse(&redis_url()).unwrap() {
+        Target::Single(url) => Box::new(redis::Client::open(url).unwrap().get_connection().unwrap()),
+        Target::Cluster(seeds) => Box::new(
+            redis::cluster::ClusterClient::new(seeds)
+                .unwrap()
+                .get_connection()
+                .unwrap(),
+        ),
+    };
     let _: () = redis::cmd("SET")
         .arg(key)
         .arg(version)
@@ -63,7 +69,10 @@ async fn cp_key(State(cp): State<Arc<Cp>>, Path(id): Path<String>) -> Response {
     let Some(rec) = cp.keys.lock().unwrap().get(&id).cloned() else {
         return not_found();
     };
-    redis_set(format!("cluster:key:{id}"), rec.version);
+    redis_set(
+        cluster_protocol::control::redis_keys::key_version(&rec.user.id, &id),
+        rec.version,
+    );
     Json(rec).into_response()
 }
 
@@ -71,7 +80,10 @@ async fn cp_access(State(cp): State<Arc<Cp>>, Path(id): Path<String>) -> Respons
     let Some(access) = cp.access.lock().unwrap().get(&id).cloned() else {
         return not_found();
     };
-    redis_set(format!("cluster:user:{id}"), access.version);
+    redis_set(
+        cluster_protocol::control::redis_keys::user_version(&id),
+        access.version,
+    );
     Json(access).into_response()
 }
 

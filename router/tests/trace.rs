@@ -83,13 +83,15 @@ async fn cp_key(State(cp): State<Arc<Cp>>, Path(id): Path<String>) -> axum::resp
         return (axum::http::StatusCode::NOT_FOUND, Json(body)).into_response();
     }
     // The control plane seeds the key's liveness version when it answers.
-    let mut redis = redis::Client::open(cp.redis_url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
+    let target = service_kit::redis_target::Target::parse(&cp.redis_url).unwrap();
+    let mut redis = service_kit::redis_target::Conn::connect(&target, Duration::from_secs(5))
         .await
         .unwrap();
     let _: () = redis::cmd("SET")
-        .arg(format!("cluster:key:{id}"))
+        .arg(cluster_protocol::control::redis_keys::key_version(
+            &cp.key.user.id,
+            &id,
+        ))
         .arg(cp.key.version)
         .query_async(&mut redis)
         .await

@@ -15,6 +15,8 @@
 //! * [`migrations`]: numbered catalog migrations, one transaction each.
 //! * [`pg_failover`]: following a PostgreSQL primary that moves (timeouts,
 //!   the failover error classes, discarding sessions to a lost primary).
+//! * [`redis_target`]: `REDIS_URL` naming one Redis or a Redis Cluster,
+//!   hash slots, one connection type for both.
 
 pub mod listen;
 pub mod metrics;
@@ -22,6 +24,7 @@ pub mod migrations;
 pub mod parse;
 pub mod pg_failover;
 pub mod process;
+pub mod redis_target;
 pub mod secret;
 pub mod serve;
 pub mod shutdown;

@@ -145,13 +145,16 @@ pub async fn update(
     }))
 }
 
-/// Deletes a key; `false` if it did not exist.
-pub async fn delete(db: &impl Db, id: &str) -> anyhow::Result<bool> {
-    Ok(db
-        .execute("DELETE FROM api_keys WHERE id = $1", &[&id])
-        .await
-        .context("delete api key")?
-        > 0)
+/// Deletes a key: its user's id, `None` if it did not exist.
+pub async fn delete(db: &impl Db, id: &str) -> anyhow::Result<Option<String>> {
+    db.query_opt(
+        "DELETE FROM api_keys WHERE id = $1 RETURNING user_id",
+        &[&id],
+    )
+    .await
+    .context("delete api key")?
+    .map(|row| row.try_get("user_id").context("user_id of deleted key"))
+    .transpose()
 }
 
 /// Every key of a user, oldest first.

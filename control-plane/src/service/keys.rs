@@ -80,7 +80,7 @@ pub async fn create(state: &AppState, req: CreateKey) -> ApiResult<CreatedKey> {
     let (info, version) = keys::insert(&**client, &new).await?;
     state
         .redis
-        .announce_key(&id, (!user.user.suspended).then_some(version))
+        .announce_key(&user.user.id, &id, (!user.user.suspended).then_some(version))
         .await;
     Ok(CreatedKey {
         token: format!("{id}.{secret}"),
@@ -109,7 +109,8 @@ pub async fn update(state: &AppState, id: &str, req: UpdateKey) -> ApiResult<Key
         .await?
         .ok_or_else(|| unknown_key(id))?;
     // Fail closed: routers must not keep the old access or scope.
-    if let Err(e) = state.redis.clear_keys(&[id.to_string()]).await {
+    let user_id = updated.info.user_id.as_str();
+    if let Err(e) = state.redis.clear_keys(user_id, &[id.to_string()]).await {
         drop(tx);
         return Err(redis_refused("clear the key's version", e));
     }
@@ -117,39 +118,39 @@ pub async fn update(state: &AppState, id: &str, req: UpdateKey) -> ApiResult<Key
     // A suspended user's keys stay without liveness until unsuspension.
     state
         .redis
-        .announce_key(id, (!updated.user_suspended).then_some(updated.version))
+        .announce_key(
+            user_id,
+            id,
+            (!updated.user_suspended).then_some(updated.version),
+        )
         .await;
     Ok(updated.info)
 }
 
 /// Revokes (deletes) a key. The liveness key is cleared before the commit
 /// (a Redis failure then aborts the revocation: 503, nothing changed) and
-/// again after it (a failure is a 500 asking for a retry; a retry on the now
-/// unknown key still clears Redis before answering 404).
+/// again after it (a failure is a 500 asking for a retry). A retry on the
+/// now unknown key answers 404: its version was already deleted before the
+/// commit, and a deleted key is never re-seeded.
 pub async fn revoke(state: &AppState, id: &str) -> ApiResult<()> {
     let ids = [id.to_string()];
     let mut client = state.session().await?;
     let tx = client.transaction().await?;
-    if !keys::delete(&*tx, id).await? {
+    let Some(user_id) = keys::delete(&*tx, id).await? else {
         drop(tx);
-        state
-            .redis
-            .clear_keys(&ids)
-            .await
-            .context("clear liveness of unknown key")?;
         return Err(unknown_key(id));
-    }
-    if let Err(e) = state.redis.clear_keys(&ids).await {
+    };
+    if let Err(e) = state.redis.clear_keys(&user_id, &ids).await {
         drop(tx);
         return Err(redis_refused("clear the key's liveness", e));
     }
     tx.commit().await?;
     state
         .redis
-        .clear_keys(&ids)
+        .clear_keys(&user_id, &ids)
         .await
         .context("clear key liveness after revocation")?;
-    state.redis.announce_key(id, None).await;
+    state.redis.announce_key(&user_id, id, None).await;
     Ok(())
 }
 
@@ -165,7 +166,11 @@ pub async fn fetch(state: &AppState, id: &str) -> ApiResult<KeyRecord> {
         .await?
         .ok_or_else(|| unknown_key(id))?;
     if !record.user.suspended {
-        if let Err(e) = state.redis.set_key_version(id, record.version).await {
+        if let Err(e) = state
+            .redis
+            .set_key_version(&record.user.id, id, record.version)
+            .await
+        {
             tracing::warn!(
                 error = format!("{e:#}"),
                 id,

@@ -201,7 +201,7 @@ pub async fn set(state: &AppState, user_id: &str, change: QuotaChange) -> ApiRes
         let bumped = keys::bump_versions_of_user(&*tx, user_id).await?;
         let ids: Vec<String> = bumped.iter().map(|(k, _)| k.clone()).collect();
         // Fail closed: routers must not keep the old budget.
-        if let Err(e) = state.redis.clear_keys(&ids).await {
+        if let Err(e) = state.redis.clear_keys(user_id, &ids).await {
             return Err(redis_refused("clear the versions of the account's keys", e));
         }
         bumped
@@ -218,7 +218,7 @@ pub async fn set(state: &AppState, user_id: &str, change: QuotaChange) -> ApiRes
     for (key_id, version) in &bumped {
         state
             .redis
-            .announce_key(key_id, (!user.user.suspended).then_some(*version))
+            .announce_key(user_id, key_id, (!user.user.suspended).then_some(*version))
             .await;
     }
     Ok(reply(user_id, new))

@@ -93,7 +93,7 @@ pub async fn set_suspended(state: &AppState, id: &str, suspended: bool) -> ApiRe
     let user_keys = keys::versions_of_user(&*tx, id).await?;
     let key_ids: Vec<String> = user_keys.iter().map(|(k, _)| k.clone()).collect();
     if suspended {
-        if let Err(e) = state.redis.clear_keys(&key_ids).await {
+        if let Err(e) = state.redis.clear_keys(id, &key_ids).await {
             drop(tx);
             return Err(redis_refused("clear the liveness of the user's keys", e));
         }
@@ -102,14 +102,14 @@ pub async fn set_suspended(state: &AppState, id: &str, suspended: bool) -> ApiRe
     if suspended {
         state
             .redis
-            .clear_keys(&key_ids)
+            .clear_keys(id, &key_ids)
             .await
             .context("clear key liveness after suspension")?;
     }
     for (key_id, version) in &user_keys {
         state
             .redis
-            .announce_key(key_id, (!suspended).then_some(*version))
+            .announce_key(id, key_id, (!suspended).then_some(*version))
             .await;
     }
     state.redis.announce_user(id, row.access_version).await;

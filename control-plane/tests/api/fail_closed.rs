@@ -138,7 +138,7 @@ async fn with_every_write_refused_removals_fail_and_change_nothing() {
     let app = spawn_app_with_redis(redis.url.clone()).await;
     let s = setup(&app).await;
     let user_key = redis_keys::user_version(&s.guest);
-    let key_key = redis_keys::key_version(&s.key_id);
+    let key_key = redis_keys::key_version(&s.guest, &s.key_id);
     let user_version = app.redis_get(&user_key).await.expect("seeded");
     let key_version = app.redis_get(&key_key).await.expect("seeded");
 
@@ -212,7 +212,7 @@ async fn when_only_the_new_version_cannot_be_stored_the_old_one_is_gone() {
     let app = spawn_app_with_redis(redis.url.clone()).await;
     let s = setup(&app).await;
     let user_key = redis_keys::user_version(&s.guest);
-    let key_key = redis_keys::key_version(&s.key_id);
+    let key_key = redis_keys::key_version(&s.guest, &s.key_id);
     assert!(app.redis_get(&user_key).await.is_some());
     assert!(app.redis_get(&key_key).await.is_some());
 

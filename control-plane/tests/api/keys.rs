@@ -22,7 +22,7 @@ async fn keys_liveness_revocation_and_suspension() {
     assert_eq!(id, created.id);
     assert!(id.starts_with("key_") && id.len() == 16);
     assert_eq!(secret.len(), 40);
-    let live = redis_keys::key_version(id);
+    let live = redis_keys::key_version(&user, id);
     assert_eq!(app.redis_get(&live).await, Some(1));
 
     let record = app.client.key(id).await.unwrap();

@@ -72,9 +72,9 @@ impl VerifiedKey {
         let hash_fingerprint = hash_fingerprint(&record.secret_hash);
         record.secret_hash = String::new();
         let redis = RedisNames {
-            key_version: redis_keys::key_version(&record.id),
+            key_version: redis_keys::key_version(&record.user.id, &record.id),
             user_version: redis_keys::user_version(&record.user.id),
-            last_used: redis_keys::key_last_used(&record.id),
+            last_used: redis_keys::key_last_used(&record.user.id, &record.id),
         };
         Self {
             record,

@@ -1,8 +1,14 @@
-//! The hot path's single Redis round trip: one Lua script (EVALSHA, cached)
-//! that charges the address shield, then (if allowed and a verified key is
-//! given) the key's budget, reads the key's liveness version and the user's
-//! access version, and swaps the key's last-used stamp. When Redis does not
-//! answer, the same arithmetic runs in process ([`LocalLimiter`]).
+//! The hot path's Redis calls, each on one hash slot so that they run on
+//! one Redis or a Redis Cluster alike: the address shield's script (keys
+//! tagged by the address) and, when a verified key is given, the key's
+//! script (keys tagged by the key's user: the key's budget, its liveness
+//! version, the user's access version, the last-used stamp swapped), sent
+//! together (pipelined on one Redis, concurrently to two cluster nodes). A
+//! key charge made for a request the shield refused is given back
+//! (`REFUND_SCRIPT`), so the key budget counts only what the shield let
+//! through, as when the two were one script. The scripts are cached
+//! (`EVALSHA`) and read with one `MGET`. When Redis does not answer, the same arithmetic runs in process
+//! ([`LocalLimiter`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -11,38 +17,52 @@ use std::time::Duration;
 use crate::edge::metrics;
 use crate::gate::keys::VerifiedKey;
 use crate::gate::limiter::{bucket_of, decide, Decision, LocalLimiter, WINDOW_MS};
-use crate::gate::redis_conn::{self, RedisPool, Script};
+use crate::gate::redis_conn::{self, Redis, Script};
 use crate::gate::resp::{Reply, ScriptCall};
 
-/// KEYS: shield cur, shield prev, [key cur, key prev, key liveness, user version, last used].
-/// ARGV: elapsed ms in bucket, window ms, shield limit (0 = skip), key limit, now ms.
-/// Returns {shield_allowed, shield_cur, shield_prev, key_allowed, key_cur, key_prev,
-///          key_version, user_version, previous_last_used}.
-const SCRIPT: &str = r#"
+/// One sliding-window budget. KEYS: cur, prev (one hash tag).
+/// ARGV: elapsed ms in bucket, window ms, limit.
+/// Returns {allowed, cur, prev}.
+const BUDGET_SCRIPT: &str = r#"
 local elapsed = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
-local shield_limit = tonumber(ARGV[3])
-local key_limit = tonumber(ARGV[4])
-local function charge(cur_key, prev_key, limit)
-  local cur = tonumber(redis.call('GET', cur_key) or '0')
-  local prev = tonumber(redis.call('GET', prev_key) or '0')
-  if prev * (window - elapsed) / window + cur + 1 <= limit then
-    cur = redis.call('INCR', cur_key)
-    if cur == 1 then redis.call('PEXPIRE', cur_key, window * 2) end
-    return 1, cur, prev
-  end
-  return 0, cur, prev
+local v = redis.call('MGET', KEYS[1], KEYS[2])
+local cur = tonumber(v[1] or '0')
+local prev = tonumber(v[2] or '0')
+if prev * (window - elapsed) / window + cur + 1 <= tonumber(ARGV[3]) then
+  cur = redis.call('INCR', KEYS[1])
+  if cur == 1 then redis.call('PEXPIRE', KEYS[1], window * 2) end
+  return {1, cur, prev}
 end
-local sa, sc, sp = 1, 0, 0
-if shield_limit > 0 then sa, sc, sp = charge(KEYS[1], KEYS[2], shield_limit) end
-if #KEYS < 7 then return {sa, sc, sp} end
-local ka, kc, kp = 0, 0, 0
-if sa == 1 then ka, kc, kp = charge(KEYS[3], KEYS[4], key_limit) end
-local kv = redis.call('GET', KEYS[5])
-local uv = redis.call('GET', KEYS[6])
-local lu = redis.call('GET', KEYS[7])
-if sa == 1 then redis.call('SET', KEYS[7], ARGV[5]) end
-return {sa, sc, sp, ka, kc, kp, kv, uv, lu}
+return {0, cur, prev}
+"#;
+
+/// Gives back one request counted in KEYS[1] (a key charge made together
+/// with a shield charge that refused the request).
+const REFUND_SCRIPT: &str = r#"
+if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECR', KEYS[1]) end
+return 0
+"#;
+
+/// A key's budget and state. KEYS (all tagged by the key's user): budget
+/// cur, budget prev, key liveness, user version, last used.
+/// ARGV: elapsed ms in bucket, window ms, key limit, now ms.
+/// Returns {key_allowed, key_cur, key_prev, key_version, user_version,
+///          previous_last_used}.
+const KEY_SCRIPT: &str = r#"
+local elapsed = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local v = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+local cur = tonumber(v[1] or '0')
+local prev = tonumber(v[2] or '0')
+local allowed = 0
+if prev * (window - elapsed) / window + cur + 1 <= tonumber(ARGV[3]) then
+  cur = redis.call('INCR', KEYS[1])
+  if cur == 1 then redis.call('PEXPIRE', KEYS[1], window * 2) end
+  allowed = 1
+end
+local lu = redis.call('SET', KEYS[5], ARGV[4], 'GET')
+return {allowed, cur, prev, v[3], v[4], lu}
 "#;
 
 /// Whether the Redis versions could be read at all.
@@ -74,8 +94,10 @@ pub struct Charge<'a> {
 }
 
 pub struct Limiter {
-    redis: RedisPool,
-    script: Arc<Script>,
+    redis: Redis,
+    budget: Arc<Script>,
+    key_script: Arc<Script>,
+    refund: Arc<Script>,
     /// Shared by every core, so the fallback counts one budget per name.
     local: Arc<LocalLimiter>,
     /// Unix ms until which Redis is considered down (skip it).
@@ -92,10 +114,12 @@ pub fn now_ms() -> u64 {
 }
 
 impl Limiter {
-    pub fn new(redis: RedisPool) -> Self {
+    pub fn new(redis: Redis) -> Self {
         Self {
             redis,
-            script: Arc::new(Script::new(SCRIPT)),
+            budget: Arc::new(Script::new(BUDGET_SCRIPT)),
+            key_script: Arc::new(Script::new(KEY_SCRIPT)),
+            refund: Arc::new(Script::new(REFUND_SCRIPT)),
             local: Arc::default(),
             down_until: AtomicU64::new(0),
             last_warning: AtomicU64::new(0),
@@ -105,10 +129,12 @@ impl Limiter {
 
     /// A limiter on other connections (another core's) sharing this one's
     /// script and fallback counters.
-    pub fn with_connections(&self, redis: RedisPool) -> Self {
+    pub fn with_connections(&self, redis: Redis) -> Self {
         Self {
             redis,
-            script: self.script.clone(),
+            budget: self.budget.clone(),
+            key_script: self.key_script.clone(),
+            refund: self.refund.clone(),
             local: self.local.clone(),
             down_until: AtomicU64::new(0),
             last_warning: AtomicU64::new(0),
@@ -133,20 +159,20 @@ impl Limiter {
 
     /// Charges one request to a budget of its own (not the address shield
     /// nor a key's): `limit` per window under the Redis keys
-    /// `{prefix}{name}:{bucket}`, or in process while Redis is unreachable.
+    /// `{prefix}{{name}}:{bucket}` (`name` is the hash tag), or in process
+    /// while Redis is unreachable.
     pub async fn charge_budget(&self, prefix: &str, name: &str, limit: u64) -> Decision {
         let now = now_ms();
         let (bucket, elapsed) = bucket_of(now);
         let previous = bucket.wrapping_sub(1);
         let call = |call: &mut ScriptCall<'_>| {
-            call.key(&[prefix, name, ":"], Some(bucket));
-            call.key(&[prefix, name, ":"], Some(previous));
-            // The script's shield slot is the one budget; no key follows.
-            for arg in [elapsed, WINDOW_MS, limit, 0, now] {
+            call.key(&[prefix, "{", name, "}:"], Some(bucket));
+            call.key(&[prefix, "{", name, "}:"], Some(previous));
+            for arg in [elapsed, WINDOW_MS, limit] {
                 call.arg(arg);
             }
         };
-        match self.eval(&self.script, call).await {
+        match self.eval(&self.budget, call).await {
             Some(Reply::Array(items)) => {
                 let n = |i: usize| items.get(i).and_then(Reply::as_i64).unwrap_or(0).max(0) as u64;
                 decide(n(0) == 1, n(2), n(1), elapsed, limit)
@@ -231,59 +257,109 @@ impl Limiter {
     async fn run_script(&self, c: &Charge<'_>, now: u64) -> Result<Outcome, redis_conn::Error> {
         let (bucket, elapsed) = bucket_of(now);
         let previous = bucket.wrapping_sub(1);
-        let key_limit = c.key.map(|k| k.1).unwrap_or(0);
-        let call = |call: &mut ScriptCall<'_>| {
-            let address = c.address;
-            call.key(&["router:rl:addr:", address, ":"], Some(bucket));
-            call.key(&["router:rl:addr:", address, ":"], Some(previous));
-            if let Some((key, _)) = c.key {
-                let id = key.record.id.as_str();
-                call.key(&["router:rl:key:", id, ":"], Some(bucket));
-                call.key(&["router:rl:key:", id, ":"], Some(previous));
-                call.key(&[&key.redis.key_version], None);
-                call.key(&[&key.redis.user_version], None);
-                call.key(&[&key.redis.last_used], None);
-            }
-            for arg in [elapsed, WINDOW_MS, c.shield_limit, key_limit, now] {
+        let shield_call = |call: &mut ScriptCall<'_>| {
+            call.key(&["router:rl:addr:{", c.address, "}:"], Some(bucket));
+            call.key(&["router:rl:addr:{", c.address, "}:"], Some(previous));
+            for arg in [elapsed, WINDOW_MS, c.shield_limit] {
                 call.arg(arg);
             }
         };
-        let reply = match self.redis.eval(&self.script, call).await? {
-            Reply::Array(items) => items,
-            _ => return Err(redis_conn::Error::Protocol),
+        let shield_of = |items: &[Reply]| {
+            decide(
+                n(items, 0) == 1,
+                n(items, 2),
+                n(items, 1),
+                elapsed,
+                c.shield_limit,
+            )
         };
-        let at = |i: usize| reply.get(i).and_then(Reply::as_i64);
-        let n = |i: usize| at(i).unwrap_or(0).max(0) as u64;
-        let shield = if c.shield_limit > 0 {
-            decide(n(0) == 1, n(2), n(1), elapsed, c.shield_limit)
-        } else {
-            Decision {
-                allowed: true,
-                limit: 0,
-                remaining: 0,
-                retry_after_ms: 0,
-            }
+        let no_shield = Decision {
+            allowed: true,
+            limit: 0,
+            remaining: 0,
+            retry_after_ms: 0,
         };
-        if c.key.is_none() {
+        let Some((key, key_limit)) = c.key else {
+            let shield = if c.shield_limit > 0 {
+                shield_of(&array(self.redis.eval(&self.budget, shield_call).await?)?)
+            } else {
+                no_shield
+            };
             return Ok(Outcome {
                 shield,
                 key: None,
                 versions: Versions::Unknown,
                 last_used_ms: None,
             });
-        }
-        let key = shield
-            .allowed
-            .then(|| decide(n(3) == 1, n(5), n(4), elapsed, key_limit));
+        };
+        let id = key.record.id.as_str();
+        let user = key.record.user.id.as_str();
+        let key_call = |call: &mut ScriptCall<'_>| {
+            call.key(&["router:rl:key:{", user, "}:", id, ":"], Some(bucket));
+            call.key(&["router:rl:key:{", user, "}:", id, ":"], Some(previous));
+            call.key(&[&key.redis.key_version], None);
+            call.key(&[&key.redis.user_version], None);
+            call.key(&[&key.redis.last_used], None);
+            for arg in [elapsed, WINDOW_MS, key_limit, now] {
+                call.arg(arg);
+            }
+        };
+        // Shield and key at once (one round trip); a key charge the shield
+        // turns out to refuse is given back.
+        let (shield, items) = if c.shield_limit > 0 {
+            let (s, k) = self
+                .redis
+                .eval_pair((&self.budget, shield_call), (&self.key_script, key_call))
+                .await?;
+            let shield = shield_of(&array(s?)?);
+            let items = array(k?)?;
+            if !shield.allowed {
+                if n(&items, 0) == 1 {
+                    let refund = |call: &mut ScriptCall<'_>| {
+                        call.key(&["router:rl:key:{", user, "}:", id, ":"], Some(bucket));
+                    };
+                    self.redis.eval(&self.refund, refund).await?;
+                }
+                return Ok(Outcome {
+                    shield,
+                    key: None,
+                    versions: Versions::Unknown,
+                    last_used_ms: None,
+                });
+            }
+            (shield, items)
+        } else {
+            let items = array(self.redis.eval(&self.key_script, key_call).await?)?;
+            (no_shield, items)
+        };
+        let at = |i: usize| items.get(i).and_then(Reply::as_i64);
         Ok(Outcome {
             shield,
-            key,
+            key: Some(decide(
+                n(&items, 0) == 1,
+                n(&items, 2),
+                n(&items, 1),
+                elapsed,
+                key_limit,
+            )),
             versions: Versions::Redis {
-                key: at(6),
-                user: at(7),
+                key: at(3),
+                user: at(4),
             },
-            last_used_ms: at(8),
+            last_used_ms: at(5),
         })
+    }
+}
+
+/// Item `i` of a script's reply as a count (absent or negative: 0).
+fn n(items: &[Reply], i: usize) -> u64 {
+    items.get(i).and_then(Reply::as_i64).unwrap_or(0).max(0) as u64
+}
+
+fn array(reply: Reply) -> Result<Vec<Reply>, redis_conn::Error> {
+    match reply {
+        Reply::Array(items) => Ok(items),
+        _ => Err(redis_conn::Error::Protocol),
     }
 }
 
@@ -292,9 +368,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn script_mentions_every_key_slot() {
-        for i in 1..=7 {
-            assert!(SCRIPT.contains(&format!("KEYS[{i}]")));
+    fn scripts_mention_every_key_slot() {
+        for i in 1..=2 {
+            assert!(BUDGET_SCRIPT.contains(&format!("KEYS[{i}]")));
+        }
+        for i in 1..=5 {
+            assert!(KEY_SCRIPT.contains(&format!("KEYS[{i}]")));
         }
     }
 }

@@ -99,13 +99,13 @@ async fn anonymous_shield_per_address() {
 #[tokio::test]
 async fn deleted_liveness_means_401_on_the_next_request() {
     let e = env(100, 1000).await;
-    let (_, key_id, token) = e.user_with_key(Access::ReadWrite, DatabaseScope::All);
+    let (user_id, key_id, token) = e.user_with_key(Access::ReadWrite, DatabaseScope::All);
     assert_eq!(e.get("/api/meta/whoami", Some(&token)).await.status(), 200);
     assert_eq!(e.get("/api/meta/whoami", Some(&token)).await.status(), 200);
     // Revoke: the control plane forgets the key and deletes its liveness.
     e.cp.keys.lock().unwrap().remove(&key_id);
     let _: () = redis::cmd("DEL")
-        .arg(format!("cluster:key:{key_id}"))
+        .arg(cluster_protocol::control::redis_keys::key_version(&user_id, &key_id))
         .query(&mut redis_conn())
         .unwrap();
     assert_eq!(e.get("/api/meta/whoami", Some(&token)).await.status(), 401);

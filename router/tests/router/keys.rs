@@ -160,7 +160,7 @@ async fn absent_versions_make_the_router_ask_the_control_plane_again() {
         a.memberships.clear();
         a.version += 1;
     }
-    del(format!("cluster:user:{user_id}"));
+    del(redis_keys::user_version(&user_id));
     assert_eq!(e.get(&path, Some(&token)).await.status(), 404);
 
     // A key narrowed away from the database, its version deleted.
@@ -174,7 +174,7 @@ async fn absent_versions_make_the_router_ask_the_control_plane_again() {
         k.databases = DatabaseScope::Only(vec![new_tagged(Kind::Database, &random_token(5))]);
         k.version += 1;
     }
-    del(format!("cluster:key:{key_id}"));
+    del(redis_keys::key_version(&user_id, &key_id));
     assert_eq!(e.get(&path, Some(&token)).await.status(), 404);
     assert_eq!(shard.hits.load(Ordering::SeqCst), 4);
 }

@@ -39,11 +39,19 @@ fn redis_url() -> String {
     std::env::var("TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
 }
 
-fn redis_conn() -> redis::Connection {
-    redis::Client::open(redis_url())
-        .unwrap()
-        .get_connection()
-        .unwrap()
+/// A connection to the test Redis, or to the test Redis Cluster when
+/// TEST_REDIS_URL names one (`service_kit::redis_target`).
+fn redis_conn() -> Box<dyn redis::ConnectionLike> {
+    use service_kit::redis_target::Target;
+    match Target::parse(&redis_url()).unwrap() {
+        Target::Single(url) => Box::new(redis::Client::open(url).unwrap().get_connection().unwrap()),
+        Target::Cluster(seeds) => Box::new(
+            redis::cluster::ClusterClient::new(seeds)
+                .unwrap()
+                .get_connection()
+                .unwrap(),
+        ),
+    }
 }
 
 fn hash(secret: &str) -> String {
@@ -104,7 +112,7 @@ async fn cp_key(State(cp): State<Arc<Cp>>, Path(id): Path<String>) -> axum::resp
     match rec {
         Some(r) => {
             let _: () = redis::cmd("SET")
-                .arg(format!("cluster:key:{id}"))
+                .arg(redis_keys::key_version(&r.user.id, &id))
                 .arg(r.version)
                 .query(&mut redis_conn())
                 .unwrap();
@@ -136,7 +144,7 @@ async fn cp_access(State(cp): State<Arc<Cp>>, Path(id): Path<String>) -> axum::r
             support: vec![],
         });
     let _: () = redis::cmd("SET")
-        .arg(format!("cluster:user:{id}"))
+        .arg(redis_keys::user_version(&id))
         .arg(a.version)
         .query(&mut redis_conn())
         .unwrap();

@@ -15,6 +15,7 @@ mod backups;
 mod failover;
 mod kills;
 mod move_failover;
+mod redis_failover;
 mod restart;
 mod scale;
 mod traces;
