@@ -21,7 +21,9 @@ USED_RESET=1), each once; pass "warm": the same databases again, in
 another random order. B is the same request every time. Then the
 resident memory of the two shard nodes and of their PostgreSQL backends
 (/proc, root or the postgres user) and the schema-cache size if the node
-reports it. Prints one JSON line per pass and appends it to
+reports it. TOUCH=N then serves N more databases not served yet, THREADS
+(3) at a time, and reports the memory again (the node after serving
+most of the shard). Prints one JSON line per pass and appends it to
 loadtest/results/capacity/shard10k.jsonl with LABEL.
 """
 
@@ -44,6 +46,8 @@ def load_env(path):
     env = {}
     for line in open(path):
         line = line.strip()
+        if line.startswith("export "):
+            line = line[len("export "):]
         if not line or line.startswith("#") or "=" not in line:
             continue
         k, v = line.split("=", 1)
@@ -189,6 +193,31 @@ def main():
                "p99_ratio": round(pct(lat_a, 99) / pct(lat_b, 99), 2),
                "seconds": round(time.time() - started, 1), "page_bytes": len(body),
                "memory": memory(env, fx), "served_before": len(used)}
+        print(json.dumps(row))
+        out.append(row)
+    touch = int(os.environ.get("TOUCH", "0"))
+    if touch:
+        # Every remaining database once, THREADS at a time: the node's
+        # schema cache and sessions after serving (nearly) all of them.
+        import concurrent.futures
+        rest = [d for d in fx["clones"]["databases"] if d not in used][:touch]
+        threads = int(os.environ.get("THREADS", "3"))
+        nodes = [Node(fx["clones"]["url"], env["CLUSTER_SECRET"], fx) for _ in range(threads)]
+        started = time.time()
+
+        def worker(k):
+            lat = []
+            for db in rest[k::threads]:
+                lat.append(nodes[k].get(db, a_path(db))[0])
+            return lat
+
+        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+            lat = [x for part in pool.map(worker, range(threads)) for x in part]
+        used.update(rest)
+        json.dump(sorted(used), open(used_path, "w"))
+        row = {"label": label, "pass": f"touch x{threads}", "A_10k": summary(lat),
+               "seconds": round(time.time() - started, 1), "memory": memory(env, fx),
+               "served_before": len(used)}
         print(json.dumps(row))
         out.append(row)
     os.makedirs(os.path.join(HERE, "..", "results", "capacity"), exist_ok=True)

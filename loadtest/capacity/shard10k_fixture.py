@@ -27,10 +27,13 @@ ENV_FILE is the `env` of a dev cluster with at least two shards
    the tag are kept: ids stay unique because tags are), the database named
    "shard10k NNNNN". The SQL is the template's text with the tag replaced,
    run as the shard's own service role (so every object has the owner the
-   shard node gives it), 50 databases per transaction. Then the control
+   shard node gives it), 50 databases per transaction, PARALLEL (4)
+   sessions at once. Then the control
    plane's rows: `databases` (active, epoch 1, the next positions) and the
-   owner's `memberships`, in one transaction: routers find them like any
-   database, the shard node serves them like its own.
+   owner's `memberships`, in one transaction that also bumps the owner's
+   access version, and the version's Redis key deleted (what a membership
+   change does): routers find them like any database, the shard node
+   serves them like its own.
 
 Writes loadtest/.shard10k-fixture.json: token, user and key ids, the
 template (one-database shard, its URL and DSN), the clone shard (URL, DSN),
@@ -78,6 +81,8 @@ def load_env(path):
     env = {}
     for line in open(path):
         line = line.strip()
+        if line.startswith("export "):
+            line = line[len("export "):]
         if not line or line.startswith("#") or "=" not in line:
             continue
         k, v = line.split("=", 1)
@@ -94,8 +99,9 @@ def run(cmd, input=None, env=None):
     return r.stdout
 
 
-def psql(dsn, sql, *extra):
-    return run(["psql", dsn, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-tA", *extra, "-c", sql])
+def psql(dsn, sql):
+    """Runs `sql` (on stdin: it may be long) and returns its unaligned rows."""
+    return run(["psql", dsn, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-tA", "-f", "-"], input=sql)
 
 
 def main():
@@ -177,7 +183,7 @@ def main():
     print(f"template {db} (tag {tag}) on {template_shard}; {n} clones onto {target}", file=sys.stderr)
 
     # 2. The template's footprint on its shard.
-    dump = run(["pg_dump", src_dsn, "-n", db, "--no-owner", "--no-privileges"])
+    dump = run(["pg_dump", src_dsn, "-n", f"\"{db}\"", "--no-owner", "--no-privileges"])
     dump = "\n".join(l for l in dump.splitlines()
                      if not l.startswith(("SET ", "SELECT pg_catalog.set_config", "\\restrict", "\\unrestrict")))
     catalog = []
@@ -202,23 +208,27 @@ def main():
     suffix = db[8:]
     clones = []
     start = time.time()
-    proc = subprocess.Popen(["psql", dst_dsn, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-o", "/dev/null"],
-                            stdin=subprocess.PIPE, text=True)
-    pos_line = None
+    # PARALLEL (4) psql sessions, clone i on session i % PARALLEL: on a
+    # busy machine one stream of DDL gets one core's share at best.
+    parallel = int(os.environ.get("PARALLEL", "4"))
+    procs = [subprocess.Popen(["psql", dst_dsn, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-o", "/dev/null"],
+                              stdin=subprocess.PIPE, text=True) for _ in range(parallel)]
     for i, counter in enumerate(counters):
         new = tag_for_counter(counter)
-        if i % BATCH == 0:
+        proc, k = procs[i % parallel], i // parallel
+        if k % BATCH == 0:
             proc.stdin.write("BEGIN;\nSET LOCAL synchronous_commit = off;\n")
         sql = template.replace("@@TAG@@", new).replace("@@NAME@@", f"shard10k {i:05d}")
         proc.stdin.write(sql)
         clones.append((f"db_{new}{suffix}", new, first_pos + i))
-        if i % BATCH == BATCH - 1 or i == n - 1:
+        if k % BATCH == BATCH - 1 or i >= n - parallel:
             proc.stdin.write("COMMIT;\n")
             proc.stdin.flush()
         if i % 500 == 499:
             print(f"  {i + 1} clones written ({time.time() - start:.0f} s)", file=sys.stderr)
-    proc.stdin.close()
-    if proc.wait() != 0:
+    for proc in procs:
+        proc.stdin.close()
+    if any(proc.wait() != 0 for proc in procs):
         sys.exit("psql on the clone shard failed")
     # Shard-side positions like the control plane's (list order).
     values = ",".join(f"('{cid}',{pos})" for cid, _, pos in clones)
@@ -230,7 +240,11 @@ def main():
         "COPY databases (id, tag, owner_id, shard, state, position, epoch) FROM stdin;\n"
         f"{rows}\n\\.\n"
         "COPY memberships (database_id, user_id, role) FROM stdin;\n"
-        f"{members}\n\\.\n"))
+        f"{members}\n\\.\n"
+        f"UPDATE users SET access_version = access_version + 1 WHERE id = '{user_id}';\n"))
+    # As a membership change does: routers holding the user's access (the
+    # template's requests) read it again once its version is gone.
+    run(["redis-cli", "-u", env["REDIS_URL"], "DEL", f"cluster:user:{user_id}"])
     print(f"{n} clones in {built:.0f} s", file=sys.stderr)
     json.dump({
         "token": token, "user_id": user_id, "key_id": key_id,

@@ -222,8 +222,8 @@ pub struct DbLimits {
 }
 
 /// `SHARD_SESSION_MAX_DATABASES` when not set. A backend that served 500
-/// databases of three tables holds roughly ... of catalog caches
-/// (docs/capacity.md, "A shard with 10,000 databases").
+/// databases of three tables holds about 100 MB of catalog caches and
+/// plans (docs/capacity.md, "A shard with 10,000 databases").
 pub const SESSION_MAX_DATABASES: usize = 500;
 
 impl Default for DbLimits {

@@ -294,6 +294,10 @@ mod tests {
         .unwrap();
         let c = Config::from_settings(s).unwrap();
         assert_eq!(c.db_limits, DbLimits::default());
+        assert_eq!(
+            c.schema_cache_weight,
+            crate::schema::cache::DEFAULT_MAX_WEIGHT
+        );
         let w = WebhookSettings::default();
         assert_eq!(
             (c.webhooks.retry_delays, c.webhooks.timeout),
