@@ -182,6 +182,7 @@ async fn spawn_shard(database_url: String) -> SocketAddr {
         pool_size: 4,
         trash: Default::default(),
         db_limits: Default::default(),
+        schema_cache_weight: shard_node::schema::cache::DEFAULT_MAX_WEIGHT,
         webhooks: Default::default(),
         blobs: blobstore::Settings::local(
             std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("trace-test-blobs"),

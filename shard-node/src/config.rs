@@ -88,6 +88,10 @@ pub struct Config {
     pub trash: TrashSettings,
     /// Time limits of the node's PostgreSQL sessions and the pool wait.
     pub db_limits: DbLimits,
+    /// `SHARD_SCHEMA_CACHE_FIELDS`, default
+    /// [`crate::schema::cache::DEFAULT_MAX_WEIGHT`]: the weight of the
+    /// schema models kept (`schema::cache`).
+    pub schema_cache_weight: u64,
     /// Webhook delivery, the match clock and the egress allow list.
     pub webhooks: WebhookSettings,
     /// Where attachment bytes live: `BLOB_STORE` (`local` or `s3`),
@@ -209,7 +213,18 @@ pub struct DbLimits {
     /// is answered 503 with `Retry-After`. `None` is [`max_exports_for`]
     /// the pool size.
     pub max_exports: Option<usize>,
+    /// `SHARD_SESSION_MAX_DATABASES`, default
+    /// [`SESSION_MAX_DATABASES`]: distinct databases a pooled session (of
+    /// the request or the maintenance pool) serves before it is closed at
+    /// its next checkout, which bounds the catalog caches its PostgreSQL
+    /// backend holds (`db::touched`).
+    pub session_max_databases: usize,
 }
+
+/// `SHARD_SESSION_MAX_DATABASES` when not set. A backend that served 500
+/// databases of three tables holds about 100 MB of catalog caches and
+/// plans (docs/capacity.md, "A shard with 10,000 databases").
+pub const SESSION_MAX_DATABASES: usize = 500;
 
 impl Default for DbLimits {
     fn default() -> Self {
@@ -222,6 +237,7 @@ impl Default for DbLimits {
             sessions_per_owner: None,
             export_send_timeout: EXPORT_SEND_TIMEOUT,
             max_exports: None,
+            session_max_databases: SESSION_MAX_DATABASES,
         }
     }
 }

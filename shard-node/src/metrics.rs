@@ -15,6 +15,8 @@
 //! * [`WEBHOOK_PENDING`]: the outbox's unfinished deliveries, counted when
 //!   the page is rendered.
 //! * [`WEBHOOK_ATTEMPTS`]: the deliverer's attempts by outcome.
+//! * [`SCHEMA_CACHE_DATABASES`], [`SCHEMA_CACHE_WEIGHT`]: the schema models
+//!   held and their weight (`SHARD_SCHEMA_CACHE_FIELDS` bounds it).
 
 use std::time::Duration;
 
@@ -34,6 +36,12 @@ pub const WEBHOOK_PENDING: &str = "tabula_webhook_deliveries_pending";
 /// Delivery attempts, by `outcome`: `succeeded`, `retry` (failed, another
 /// attempt scheduled), `exhausted` (failed, no retry left). Counter.
 pub const WEBHOOK_ATTEMPTS: &str = "tabula_webhook_delivery_attempts_total";
+
+/// Databases whose schema model the node holds. Gauge.
+pub const SCHEMA_CACHE_DATABASES: &str = "tabula_schema_cache_databases";
+/// The weight of the models held (one per database, table, field and
+/// webhook), at most `SHARD_SCHEMA_CACHE_FIELDS`. Gauge.
+pub const SCHEMA_CACHE_WEIGHT: &str = "tabula_schema_cache_weight";
 
 /// What serving the page needs: the recorder's handle and the metrics token.
 #[derive(Clone)]
@@ -64,6 +72,14 @@ pub fn describe() {
     describe_gauge!(
         WEBHOOK_PENDING,
         "Unfinished deliveries in the shard's webhook outbox."
+    );
+    describe_gauge!(
+        SCHEMA_CACHE_DATABASES,
+        "Databases whose schema model the node holds in memory."
+    );
+    describe_gauge!(
+        SCHEMA_CACHE_WEIGHT,
+        "Weight of the schema models held (databases + tables + fields + webhooks)."
     );
     describe_counter!(
         WEBHOOK_ATTEMPTS,

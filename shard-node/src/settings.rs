@@ -76,6 +76,21 @@ pub struct Settings {
     /// least 1]; one more is 503 `unavailable` with `Retry-After: 1`.
     #[arg(long, env = "SHARD_MAX_EXPORTS", value_parser = parse::positive::<usize>)]
     pub max_exports: Option<usize>,
+    /// Distinct databases a pooled PostgreSQL session may serve before it is
+    /// closed and opened afresh (at its next checkout).
+    ///
+    /// A PostgreSQL backend keeps the catalog entries (relcache, catcache)
+    /// of every relation it has touched until it ends; on a shard of
+    /// thousands of tenant schemas a long-lived session would grow to hold
+    /// them all. Background sessions (the trash purger's pass over every
+    /// table) are retired by the same bound.
+    #[arg(long, env = "SHARD_SESSION_MAX_DATABASES", default_value = "500", value_parser = parse::positive::<usize>)]
+    pub session_max_databases: usize,
+    /// Schema models the node keeps in memory, by weight: one per database
+    /// plus one per table, field and webhook; past it the least recently
+    /// used are dropped (and read again when next needed).
+    #[arg(long, env = "SHARD_SCHEMA_CACHE_FIELDS", default_value = "200000", value_parser = parse::positive::<u64>)]
+    pub schema_cache_fields: u64,
     /// Milliseconds an export waits for its client to take the next chunk;
     /// then it stops and its session and thread are released.
     #[arg(long, env = "SHARD_EXPORT_SEND_TIMEOUT_MS", default_value = "30000", value_parser = parse::millis)]
@@ -229,7 +244,9 @@ impl Config {
                 sessions_per_owner: s.sessions_per_owner,
                 export_send_timeout: s.export_send_timeout_ms,
                 max_exports: s.max_exports,
+                session_max_databases: s.session_max_databases,
             },
+            schema_cache_weight: s.schema_cache_fields,
             webhooks: WebhookSettings {
                 retry_delays: s.webhook_retry_delays.0,
                 timeout: s.webhook_timeout,
@@ -277,6 +294,10 @@ mod tests {
         .unwrap();
         let c = Config::from_settings(s).unwrap();
         assert_eq!(c.db_limits, DbLimits::default());
+        assert_eq!(
+            c.schema_cache_weight,
+            crate::schema::cache::DEFAULT_MAX_WEIGHT
+        );
         let w = WebhookSettings::default();
         assert_eq!(
             (c.webhooks.retry_delays, c.webhooks.timeout),

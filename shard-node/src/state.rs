@@ -48,7 +48,9 @@ impl AppState {
         let blobs = blobstore::BlobStore::open(&config.blobs)?;
         Ok(Self {
             db,
-            schemas: Arc::new(crate::schema::cache::SchemaCache::new()),
+            schemas: Arc::new(crate::schema::cache::SchemaCache::bounded(
+                config.schema_cache_weight,
+            )),
             secret: Arc::new(config.cluster_secret.clone()),
             shard_name: Arc::from(config.shard_name.as_str()),
             egress: crate::egress::Egress::new(&config.webhooks.egress_allow_cidrs)?,

@@ -5,6 +5,7 @@
 
 mod op;
 mod pool;
+mod touched;
 mod transaction;
 
 pub use op::DbOp;

@@ -11,6 +11,7 @@ use service_kit::metrics as pool_metrics;
 use service_kit::pg_failover;
 use tokio_postgres::NoTls;
 
+use super::touched::Touched;
 use crate::cancel::PgConn;
 use crate::config::{DbLimits, CONNECT_TIMEOUT};
 use crate::db::DbOp;
@@ -57,6 +58,11 @@ pub struct Db {
     deliverer: Pool,
     /// How to open a dedicated session (`LISTEN`), as the deliverer's.
     dedicated: Arc<tokio_postgres::Config>,
+    /// The databases each request session served: past
+    /// `limits.session_max_databases` a session is closed (`db::touched`).
+    touched: Arc<Touched>,
+    /// The same for the maintenance sessions.
+    maintenance_touched: Arc<Touched>,
 }
 
 /// The pools' names in `tabula_db_pool_*` series.
@@ -119,6 +125,7 @@ fn build_pool(
     cfg: tokio_postgres::Config,
     size: usize,
     wait: Option<Duration>,
+    touched: Option<&Arc<Touched>>,
 ) -> anyhow::Result<Pool> {
     let manager = Manager::from_config(
         cfg,
@@ -127,15 +134,19 @@ fn build_pool(
             recycling_method: RecyclingMethod::Fast,
         },
     );
-    Pool::builder(manager)
+    let mut builder = Pool::builder(manager)
         .max_size(size)
         .wait_timeout(wait)
         .create_timeout(Some(CONNECT_TIMEOUT))
         .runtime(Runtime::Tokio1)
         // Sessions opened before a failover error are not handed out again.
-        .pre_recycle(pg_failover::discard_stale_sessions())
-        .build()
-        .context("create the postgres pool")
+        .pre_recycle(pg_failover::discard_stale_sessions());
+    if let Some(touched) = touched {
+        // Nor are those that served too many databases (their backends'
+        // catalog caches hold every relation they opened).
+        builder = builder.pre_recycle(touched.retire_hook());
+    }
+    builder.build().context("create the postgres pool")
 }
 
 impl Db {
@@ -172,11 +183,19 @@ impl Db {
             ],
         )?;
         let pool_size = pool_size.max(1);
-        let pool = build_pool(pooled, pool_size, Some(limits.pool_wait))?;
+        let touched = Touched::new(limits.session_max_databases, pool_size);
+        let maintenance_touched = Touched::new(limits.session_max_databases, MAINTENANCE_SESSIONS);
+        let pool = build_pool(pooled, pool_size, Some(limits.pool_wait), Some(&touched))?;
         // Background work waits for a session as long as it takes.
-        let maintenance = build_pool(maintenance, MAINTENANCE_SESSIONS, None)?;
+        let maintenance = build_pool(
+            maintenance,
+            MAINTENANCE_SESSIONS,
+            None,
+            Some(&maintenance_touched),
+        )?;
         let dedicated = Arc::new(deliverer.clone());
-        let deliverer = build_pool(deliverer, DELIVERER_SESSIONS, None)?;
+        // The deliverer reads and writes catalog tables only.
+        let deliverer = build_pool(deliverer, DELIVERER_SESSIONS, None, None)?;
         Ok(Self {
             pool,
             fair: Arc::new(FairShare::new(
@@ -192,6 +211,8 @@ impl Db {
             maintenance,
             deliverer,
             dedicated,
+            touched,
+            maintenance_touched,
         })
     }
 
@@ -214,6 +235,7 @@ impl Db {
             };
             let owner = self.owner_fair.acquire(&owner_id, left()).await?;
             let session = self.session_within(left()).await?;
+            self.touched.touch(&session, database_id);
             Ok(PgConn::new(session, Some(Shares { database, owner })))
         }
         .await;
@@ -257,6 +279,32 @@ impl Db {
     /// under the maintenance time limit.
     pub async fn maintenance_client(&self) -> ApiResult<Object> {
         Ok(timed_get(MAINTENANCE_POOL, &self.maintenance).await?)
+    }
+
+    /// Counts `database_id` as served by the maintenance session `client`
+    /// (work that goes through many databases on one session, as the
+    /// trash purger); once the session has served more than
+    /// `SHARD_SESSION_MAX_DATABASES`, closes it and puts a fresh one in
+    /// its place, so its backend's catalog caches stay bounded.
+    pub async fn maintenance_serving(
+        &self,
+        client: &mut Object,
+        database_id: &str,
+    ) -> ApiResult<()> {
+        self.maintenance_touched.touch(client, database_id);
+        if self.maintenance_touched.served(client) <= self.maintenance_touched.max_databases() {
+            return Ok(());
+        }
+        let fresh = self.maintenance_client().await?;
+        let old = std::mem::replace(client, fresh);
+        // Out of the pool: dropping it closes the session.
+        drop(Object::take(old));
+        Ok(())
+    }
+
+    /// Databases the request session `session` has served (tests).
+    pub fn databases_served(&self, session: &Object) -> usize {
+        self.touched.served(session)
     }
 
     /// The webhook deliverer's session (not one of the request pool's),

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use service_kit::metrics as shared;
 
 use crate::error::ApiError;
-use crate::metrics::WEBHOOK_PENDING;
+use crate::metrics::{SCHEMA_CACHE_DATABASES, SCHEMA_CACHE_WEIGHT, WEBHOOK_PENDING};
 use crate::state::AppState;
 
 /// The longest the page waits for the pending count; then it renders
@@ -32,7 +32,8 @@ pub async fn handler(State(state): State<AppState>, headers: HeaderMap) -> Respo
         .into_response()
 }
 
-/// Gauges read when the page is rendered: pool status and the outbox.
+/// Gauges read when the page is rendered: pool status, the schema cache
+/// and the outbox.
 async fn refresh_gauges(state: &AppState) {
     for (pool, status) in state.db.pool_statuses() {
         shared::pool_status(
@@ -43,6 +44,9 @@ async fn refresh_gauges(state: &AppState) {
             status.max_size,
         );
     }
+    let (databases, weight) = state.schemas.held();
+    ::metrics::gauge!(SCHEMA_CACHE_DATABASES).set(databases as f64);
+    ::metrics::gauge!(SCHEMA_CACHE_WEIGHT).set(weight as f64);
     let count = crate::cancel::abandon_on_drop(state.db.pending_deliveries());
     match tokio::time::timeout(PENDING_COUNT_TIMEOUT, count).await {
         Ok(Ok(n)) => {

@@ -297,6 +297,7 @@ fn node_config(
         pool_size,
         trash: Default::default(),
         db_limits,
+        schema_cache_weight: shard_node::schema::cache::DEFAULT_MAX_WEIGHT,
         webhooks,
         blobs,
         attachments,
