@@ -96,7 +96,9 @@ pub struct MoveConfig {
     pub cutover_attempts: i32,
     /// Moves at once touching one shard (as source or target).
     pub per_shard: usize,
-    /// Moves at once in the cluster.
+    /// Moves at once in the cluster. Each one under way holds a catalog
+    /// session (its driver's lock), so this bounds those too
+    /// (docs/capacity.md, "Rebalancing, measured").
     pub max: usize,
     /// Longest wait for routers' acknowledgements before the old copy goes.
     pub ack_timeout: Duration,
@@ -120,8 +122,8 @@ impl Default for MoveConfig {
             replication_passfile: None,
             pause_budget: Duration::from_millis(400),
             cutover_attempts: 3,
-            per_shard: 2,
-            max: 4,
+            per_shard: 3,
+            max: 64,
             ack_timeout: Duration::from_millis(10_000),
             poll: Duration::from_millis(2),
             step_delay: Duration::ZERO,
@@ -202,10 +204,10 @@ pub struct Settings {
     #[arg(long, env = "MOVE_CUTOVER_ATTEMPTS", default_value = "3", value_parser = parse::number::<i32>)]
     pub move_cutover_attempts: i32,
     /// Moves at once touching one shard (as source or target).
-    #[arg(long, env = "MOVES_PER_SHARD", default_value = "2", value_parser = parse::number::<usize>)]
+    #[arg(long, env = "MOVES_PER_SHARD", default_value = "3", value_parser = parse::number::<usize>)]
     pub moves_per_shard: usize,
     /// Moves at once in the cluster.
-    #[arg(long, env = "MOVES_MAX", default_value = "4", value_parser = parse::number::<usize>)]
+    #[arg(long, env = "MOVES_MAX", default_value = "64", value_parser = parse::number::<usize>)]
     pub moves_max: usize,
     /// Longest wait (ms) for routers' acknowledgements before the old copy
     /// goes.

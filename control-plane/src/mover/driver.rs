@@ -50,6 +50,9 @@ async fn drive_locked(
     if !moves::try_lock_driver(&*lock, id).await? {
         return Ok(false);
     }
+    // Which control plane drives which move (the chaos test of two
+    // movers reads it to kill one that holds a move).
+    tracing::info!(move_id = id, "mover: driving");
     let first = moves::get(&**state.session().await?, id)
         .await?
         .with_context(|| format!("move {id} vanished"))?;

@@ -3,7 +3,11 @@
 //! when their shards and the cluster have a free slot, and runs one
 //! driver per unfinished move, resuming every one after a restart. A
 //! driver holds a session advisory lock on its move, so two control planes
-//! never drive the same move.
+//! never drive the same move; slots are handed out under a transaction
+//! lock, so together they never exceed `MOVES_PER_SHARD` / `MOVES_MAX`.
+//! A driver that ends wakes the loop at once (its slots are free), and
+//! the orphan sweep runs in a task of its own, so neither a full cluster's
+//! sweep nor the one-second tick holds back the next move.
 //!
 //! * `driver`: one move's loop, retries and abort requests.
 //! * `context`: what every step shares (`Ctx`, `fatal`, `enter`).
@@ -98,7 +102,9 @@ async fn run(state: AppState, catalog_dsn: Arc<Secret>) {
         tracing::warn!(error = format!("{e:#}"), "mover: orphan sweep failed");
     }
     let mut swept = tokio::time::Instant::now();
+    let mut sweeping: Option<JoinHandle<()>> = None;
     let mut driving: HashMap<String, JoinHandle<bool>> = HashMap::new();
+    let mut sweep_owed = false;
     loop {
         let ended: Vec<String> = driving
             .iter()
@@ -111,11 +117,17 @@ async fn run(state: AppState, catalog_dsn: Arc<Secret>) {
                 finished_any |= h.await.unwrap_or(false);
             }
         }
-        if finished_any || swept.elapsed() >= ORPHAN_SWEEP_INTERVAL {
+        sweep_owed |= finished_any || swept.elapsed() >= ORPHAN_SWEEP_INTERVAL;
+        // One sweep at a time, off this loop: it visits every shard.
+        if sweep_owed && sweeping.as_ref().is_none_or(|h| h.is_finished()) {
+            sweep_owed = false;
             swept = tokio::time::Instant::now();
-            if let Err(e) = orphans::sweep(&state).await {
-                tracing::warn!(error = format!("{e:#}"), "mover: orphan sweep failed");
-            }
+            let s = state.clone();
+            sweeping = Some(tokio::spawn(async move {
+                if let Err(e) = orphans::sweep(&s).await {
+                    tracing::warn!(error = format!("{e:#}"), "mover: orphan sweep failed");
+                }
+            }));
         }
         if let Err(e) = tick(&state, &catalog_dsn, &mut driving).await {
             tracing::warn!(error = format!("{e:#}"), "mover: could not read the moves");
@@ -142,7 +154,8 @@ async fn tick(
         let id = m.api.id.clone();
         let (s, dsn, key) = (state.clone(), catalog_dsn.clone(), id.clone());
         let handle = tokio::spawn(async move {
-            match driver::drive(s, dsn, key.clone()).await {
+            let wake = s.mover_wake.clone();
+            let finished = match driver::drive(s, dsn, key.clone()).await {
                 Ok(finished) => finished,
                 Err(e) => {
                     tracing::warn!(
@@ -152,7 +165,13 @@ async fn tick(
                     );
                     false
                 }
+            };
+            // Its slots are free: start what waits for them now, not at
+            // the next tick.
+            if finished {
+                wake.notify_one();
             }
+            finished
         });
         driving.insert(id, handle);
     }

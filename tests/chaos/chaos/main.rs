@@ -4,8 +4,9 @@
 //! cluster (`failover` and `move_failover`, the PostgreSQL failovers of
 //! issue 30, need the HA cluster deploy/test's chaos phase starts), then
 //! `scale`, which grows it to three shards, rebalances, drains and moves
-//! files, and last `traces`, which restarts the services exporting spans
-//! to the test.
+//! files, `traces`, which restarts the services exporting spans to the
+//! test, and last `two_movers`, a rebalance that survives the kill of one
+//! of two control planes.
 
 // Test code: an unwrap that fails is a failed test with its location.
 #![allow(clippy::unwrap_used)]
@@ -19,3 +20,4 @@ mod redis_failover;
 mod restart;
 mod scale;
 mod traces;
+mod two_movers;
