@@ -73,7 +73,10 @@ struct Scratch(PathBuf);
 impl Drop for Scratch {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            eprintln!("browser test failed: its profile, downloads and chromedriver log are in {}", self.0.display());
+            eprintln!(
+                "browser test failed: its profile, downloads and chromedriver log are in {}",
+                self.0.display()
+            );
         } else {
             let _ = std::fs::remove_dir_all(&self.0);
         }
@@ -116,13 +119,20 @@ impl Driver {
                 panic!("chromedriver exited during start-up: {status}");
             }
             let ready = match http.get(format!("{}/status", self.url())).send().await {
-                Ok(r) => r.json::<Value>().await.ok().is_some_and(|v| v["value"]["ready"] == true),
+                Ok(r) => r
+                    .json::<Value>()
+                    .await
+                    .ok()
+                    .is_some_and(|v| v["value"]["ready"] == true),
                 Err(_) => false,
             };
             if ready {
                 return;
             }
-            assert!(Instant::now() < deadline, "chromedriver not ready after {PATIENCE:?}");
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver not ready after {PATIENCE:?}"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -173,8 +183,15 @@ struct Cdp {
 }
 
 impl WebDriverCompatibleCommand for Cdp {
-    fn endpoint(&self, base: &url::Url, session_id: Option<&str>) -> Result<url::Url, url::ParseError> {
-        base.join(&format!("session/{}/goog/cdp/execute", session_id.unwrap_or_default()))
+    fn endpoint(
+        &self,
+        base: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base.join(&format!(
+            "session/{}/goog/cdp/execute",
+            session_id.unwrap_or_default()
+        ))
     }
 
     fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
@@ -230,12 +247,19 @@ impl Browser {
                 },
             },
         });
-        let Value::Object(caps) = caps else { unreachable!() };
+        let Value::Object(caps) = caps else {
+            unreachable!()
+        };
         let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
             .capabilities(caps)
             .connect(&driver.url())
             .await
-            .unwrap_or_else(|e| panic!("no WebDriver session (see {}/chromedriver.log): {e}", dir.display()));
+            .unwrap_or_else(|e| {
+                panic!(
+                    "no WebDriver session (see {}/chromedriver.log): {e}",
+                    dir.display()
+                )
+            });
         let browser = Browser {
             client,
             driver,
@@ -245,7 +269,10 @@ impl Browser {
             address: fresh_address(),
         };
         browser
-            .cdp("Page.addScriptToEvaluateOnNewDocument", json!({ "source": ERROR_RECORDER }))
+            .cdp(
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({ "source": ERROR_RECORDER }),
+            )
             .await;
         browser.cdp("Network.enable", json!({})).await;
         browser
@@ -267,7 +294,12 @@ impl Browser {
 
     /// Ends the session and chromedriver (dropping does the same).
     pub async fn close(self) {
-        let Browser { client, driver, scratch, .. } = self;
+        let Browser {
+            client,
+            driver,
+            scratch,
+            ..
+        } = self;
         let _ = client.close().await;
         drop(driver);
         drop(scratch);
@@ -275,8 +307,15 @@ impl Browser {
 
     /// Opens `path` on the router (or an absolute URL).
     pub async fn goto(&self, path: &str) {
-        let url = if path.starts_with("http") { path.to_string() } else { format!("{}{path}", self.base) };
-        self.client.goto(&url).await.unwrap_or_else(|e| panic!("open {url}: {e}"));
+        let url = if path.starts_with("http") {
+            path.to_string()
+        } else {
+            format!("{}{path}", self.base)
+        };
+        self.client
+            .goto(&url)
+            .await
+            .unwrap_or_else(|e| panic!("open {url}: {e}"));
     }
 
     pub async fn url(&self) -> url::Url {
@@ -293,7 +332,8 @@ impl Browser {
         let v = self
             .script("return performance.getEntriesByType('navigation')[0].responseStatus;")
             .await;
-        v.as_u64().unwrap_or_else(|| panic!("no response status: {v}")) as u16
+        v.as_u64()
+            .unwrap_or_else(|| panic!("no response status: {v}")) as u16
     }
 
     pub async fn script(&self, js: &str) -> Value {
@@ -306,16 +346,23 @@ impl Browser {
     /// Waits for an element matching `css` (pages are loaded by then, but a
     /// click's navigation may still be on its way).
     pub async fn wait_for(&self, css: &str) -> fantoccini::elements::Element {
-        self.client
+        match self
+            .client
             .wait()
             .at_most(PATIENCE)
             .for_element(Locator::Css(css))
             .await
-            .unwrap_or_else(|e| panic!("no element {css} on {}: {e}", self.describe().await))
+        {
+            Ok(element) => element,
+            Err(e) => panic!("no element {css} on {}: {e}", self.describe().await),
+        }
     }
 
     pub async fn find_all(&self, css: &str) -> Vec<fantoccini::elements::Element> {
-        self.client.find_all(Locator::Css(css)).await.expect("find elements")
+        self.client
+            .find_all(Locator::Css(css))
+            .await
+            .expect("find elements")
     }
 
     pub async fn text(&self, css: &str) -> String {
@@ -326,7 +373,11 @@ impl Browser {
     pub async fn wait_for_path(&self, path: &str) {
         let deadline = Instant::now() + PATIENCE;
         while self.path().await != path {
-            assert!(Instant::now() < deadline, "never reached {path}: {}", self.describe().await);
+            assert!(
+                Instant::now() < deadline,
+                "never reached {path}: {}",
+                self.describe().await
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -334,7 +385,9 @@ impl Browser {
     /// Types into the named text inputs of `form`.
     pub async fn fill(&self, form: &str, fields: &[(&str, &str)]) {
         for (name, value) in fields {
-            let input = self.wait_for(&format!("{form} input[name=\"{name}\"]")).await;
+            let input = self
+                .wait_for(&format!("{form} input[name=\"{name}\"]"))
+                .await;
             input.clear().await.expect("clear input");
             input.send_keys(value).await.expect("type into input");
         }
@@ -349,19 +402,34 @@ impl Browser {
     /// The script errors recorded on the current page.
     pub async fn script_errors(&self) -> Vec<String> {
         let v = self.script("return window.__scriptErrors || null;").await;
-        let list = v.as_array().unwrap_or_else(|| panic!("the error recorder did not run on {}", self.describe().await));
-        list.iter().map(|e| e.as_str().unwrap_or_default().to_string()).collect()
+        let Some(list) = v.as_array() else {
+            panic!(
+                "the error recorder did not run on {}",
+                self.describe().await
+            )
+        };
+        list.iter()
+            .map(|e| e.as_str().unwrap_or_default().to_string())
+            .collect()
     }
 
-    #[track_caller]
     pub async fn assert_no_script_errors(&self) {
         let errors = self.script_errors().await;
-        assert!(errors.is_empty(), "script errors on {}: {errors:?}", self.path().await);
+        assert!(
+            errors.is_empty(),
+            "script errors on {}: {errors:?}",
+            self.path().await
+        );
     }
 
     /// The URL and the start of the page's text, for failure messages.
     pub async fn describe(&self) -> String {
-        let url = self.client.current_url().await.map(|u| u.to_string()).unwrap_or_default();
+        let url = self
+            .client
+            .current_url()
+            .await
+            .map(|u| u.to_string())
+            .unwrap_or_default();
         let text = match self.client.find(Locator::Css("body")).await {
             Ok(body) => body.text().await.unwrap_or_default(),
             Err(_) => String::new(),
@@ -375,12 +443,18 @@ impl Browser {
         let deadline = Instant::now() + PATIENCE;
         loop {
             let files = self.download_names();
-            let done: Vec<_> = files.iter().filter(|n| !n.ends_with(".crdownload")).collect();
+            let done: Vec<_> = files
+                .iter()
+                .filter(|n| !n.ends_with(".crdownload"))
+                .collect();
             if files.len() == 1 && done.len() == 1 {
                 return self.downloads.join(done[0]);
             }
             assert!(files.len() <= 1, "more than one download: {files:?}");
-            assert!(Instant::now() < deadline, "no finished download after {PATIENCE:?}: {files:?}");
+            assert!(
+                Instant::now() < deadline,
+                "no finished download after {PATIENCE:?}: {files:?}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -389,7 +463,12 @@ impl Browser {
     pub fn download_names(&self) -> Vec<String> {
         std::fs::read_dir(&self.downloads)
             .expect("download directory")
-            .map(|e| e.expect("directory entry").file_name().to_string_lossy().into_owned())
+            .map(|e| {
+                e.expect("directory entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .collect()
     }
 

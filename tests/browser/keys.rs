@@ -18,7 +18,10 @@ async fn a_key_minted_on_the_page_works_until_revoked_there() {
     // The secret is the answer to the POST, never in a URL.
     assert_eq!(b.status().await, 200);
     let url = b.url().await;
-    assert!(!url.as_str().contains(&secret[5..]), "the secret is in the URL {url}");
+    assert!(
+        !url.as_str().contains(&secret[5..]),
+        "the secret is in the URL {url}"
+    );
     let id = key_id(&secret).to_string();
     b.wait_for("a[href=\"/account\"]").await;
 
@@ -29,7 +32,11 @@ async fn a_key_minted_on_the_page_works_until_revoked_there() {
         json!({ "origin": b.base, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"] }),
     )
     .await;
-    b.wait_for("button#copy-secret").await.click().await.unwrap();
+    b.wait_for("button#copy-secret")
+        .await
+        .click()
+        .await
+        .unwrap();
     let copied = b
         .client
         .execute_async(
@@ -41,7 +48,10 @@ async fn a_key_minted_on_the_page_works_until_revoked_there() {
         .unwrap();
     match copied["text"].as_str() {
         Some(text) => assert_eq!(text, secret, "what the copy button put on the clipboard"),
-        None => eprintln!("clipboard not readable here ({}); checked the button's script only", copied["error"]),
+        None => eprintln!(
+            "clipboard not readable here ({}); checked the button's script only",
+            copied["error"]
+        ),
     }
     b.assert_no_script_errors().await;
 
@@ -57,14 +67,20 @@ async fn a_key_minted_on_the_page_works_until_revoked_there() {
     b.goto("/account").await;
     let row = format!("table#keys tr.key[data-key-id=\"{id}\"]");
     b.wait_for(&row).await;
-    assert_eq!(b.text(&format!("{row} td.key-name")).await, "from the browser");
+    assert_eq!(
+        b.text(&format!("{row} td.key-name")).await,
+        "from the browser"
+    );
     assert_eq!(b.text(&format!("{row} td.key-access")).await, "read_write");
     assert_eq!(b.text(&format!("{row} td.key-databases")).await, "all");
     assert!(!b.text(&format!("{row} td.key-created")).await.is_empty());
     assert_ne!(b.text(&format!("{row} td.key-last-used")).await, "never");
     // The secret is shown once: not on the account page.
     let source = b.client.source().await.unwrap();
-    assert!(!source.contains(&secret[id.len() + 1..]), "the secret is on the account page");
+    assert!(
+        !source.contains(&secret[id.len() + 1..]),
+        "the secret is on the account page"
+    );
     b.assert_no_script_errors().await;
 
     // Revoked on the page: the next call is 401 and the row is gone.
@@ -95,7 +111,11 @@ async fn a_key_narrowed_on_the_page_is_read_only() {
         .select_by_value("read_only")
         .await
         .unwrap();
-    b.wait_for(&format!("{form} button.save")).await.click().await.unwrap();
+    b.wait_for(&format!("{form} button.save"))
+        .await
+        .click()
+        .await
+        .unwrap();
     let row = format!("tr.key[data-key-id=\"{id}\"]");
     b.wait_for(&format!("{row} td.key-access")).await;
     assert_eq!(b.text(&format!("{row} td.key-name")).await, "narrowed");

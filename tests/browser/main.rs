@@ -79,7 +79,11 @@ pub async fn sign_in(b: &Browser, account: &Account) {
 /// Signs out with the account page's button; the browser ends on the sign-in page.
 pub async fn sign_out(b: &Browser) {
     b.goto("/account").await;
-    b.wait_for("button#signout-submit").await.click().await.unwrap();
+    b.wait_for("button#signout-submit")
+        .await
+        .click()
+        .await
+        .unwrap();
     b.wait_for_path("/account/signin").await;
     b.wait_for("form#signin").await;
 }
@@ -91,9 +95,16 @@ pub async fn mint_key(b: &Browser, name: &str, access: &str) -> String {
     b.fill(form, &[("name", name)]).await;
     let select = b.wait_for(&format!("{form} select[name=\"access\"]")).await;
     select.select_by_value(access).await.unwrap();
-    b.wait_for("button#mint-submit").await.click().await.unwrap();
+    b.wait_for("button#mint-submit")
+        .await
+        .click()
+        .await
+        .unwrap();
     let secret = b.text("code#new-key-secret").await;
-    assert!(secret.starts_with("key_") && secret.contains('.'), "a key secret: {secret:?}");
+    assert!(
+        secret.starts_with("key_") && secret.contains('.'),
+        "a key secret: {secret:?}"
+    );
     secret
 }
 

@@ -20,8 +20,16 @@ async fn fits(b: &Browser, what: &str) {
         )
         .await;
     let (scroll, inner) = (m["scroll"].as_u64().unwrap(), m["inner"].as_u64().unwrap());
-    assert_eq!(inner, u64::from(WIDTH), "{what}: the viewport is not the phone's width: {m}");
-    assert!(scroll <= inner, "{what} scrolls sideways: {m} on {}", b.describe().await);
+    assert_eq!(
+        inner,
+        u64::from(WIDTH),
+        "{what}: the viewport is not the phone's width: {m}"
+    );
+    assert!(
+        scroll <= inner,
+        "{what} scrolls sideways: {m} on {}",
+        b.describe().await
+    );
     assert_eq!(
         m["viewport"], "width=device-width, initial-scale=1",
         "{what}: the viewport tag"
@@ -46,7 +54,12 @@ async fn the_pages_fit_a_phone_screen() {
     sign_up(&b).await;
     fits(&b, "the account page, new").await;
     // The page with the longest words: a key's secret, just minted.
-    let secret = mint_key(&b, &unique("a rather long key name for a small screen"), "read_write").await;
+    let secret = mint_key(
+        &b,
+        &unique("a rather long key name for a small screen"),
+        "read_write",
+    )
+    .await;
     fits(&b, "the new key's page").await;
     // An account page with a key and a database listed.
     Api::with_token(&secret)

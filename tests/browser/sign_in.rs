@@ -22,14 +22,23 @@ async fn sign_in_is_throttled_after_repeated_failures() {
     sign_out(&b).await;
 
     // An unknown email and a wrong password get the same answer.
-    try_sign_in(&b, &format!("{}@example.test", unique("nobody")), "whatever-password-1").await;
+    try_sign_in(
+        &b,
+        &format!("{}@example.test", unique("nobody")),
+        "whatever-password-1",
+    )
+    .await;
     assert_eq!(sign_in_error(&b).await, (401, WRONG.to_string()));
 
     // The per-account limit: 5 failed attempts; the next one is refused
     // even with the right password.
     for attempt in 1..=5 {
         try_sign_in(&b, &account.email, "not-the-password-9").await;
-        assert_eq!(sign_in_error(&b).await, (401, WRONG.to_string()), "attempt {attempt}");
+        assert_eq!(
+            sign_in_error(&b).await,
+            (401, WRONG.to_string()),
+            "attempt {attempt}"
+        );
     }
     try_sign_in(&b, &account.email, &account.password).await;
     let (status, error) = sign_in_error(&b).await;
@@ -60,7 +69,8 @@ async fn a_suspended_account_is_signed_out_at_once() {
         .unwrap()
         .to_string();
     b.goto("/account").await;
-    b.wait_for(&format!("li[data-database-id=\"{database}\"]")).await;
+    b.wait_for(&format!("li[data-database-id=\"{database}\"]"))
+        .await;
 
     cluster()
         .control_plane

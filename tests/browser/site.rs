@@ -18,7 +18,9 @@ pub struct Site {
 impl Site {
     /// Serves `html` until dropped.
     pub async fn serve(html: String) -> Site {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
         let port = listener.local_addr().expect("its address").port();
         let task = tokio::spawn(async move {
             while let Ok((mut conn, _)) = listener.accept().await {
