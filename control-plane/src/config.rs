@@ -42,6 +42,37 @@ pub struct Config {
     /// the process's recorder and puts its handle here; `None` (library
     /// use) answers that path 404.
     pub metrics: Option<service_kit::metrics::PrometheusHandle>,
+    /// Sign-up and sessions of the account pages (docs/security.md).
+    pub accounts: AccountConfig,
+}
+
+/// Sign-up and sessions of the router's account pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccountConfig {
+    /// `SIGNUP=open`: anyone may sign up; `closed`: only operators make users.
+    pub signup_open: bool,
+    /// `SESSION_TTL_SECS`: a session ends this long after sign-in.
+    pub session_ttl: Duration,
+    /// `SESSION_IDLE_SECS`: a session unused this long ends.
+    pub session_idle: Duration,
+}
+
+impl Default for AccountConfig {
+    fn default() -> Self {
+        Self {
+            signup_open: false,
+            session_ttl: Duration::from_secs(14 * 24 * 3600),
+            session_idle: Duration::from_secs(24 * 3600),
+        }
+    }
+}
+
+fn signup_mode(s: &str) -> Result<bool, String> {
+    match s {
+        "open" => Ok(true),
+        "closed" => Ok(false),
+        _ => Err(format!("SIGNUP must be open or closed, not {s:?}")),
+    }
 }
 
 /// One token per tier; `http::routes` says which routes each may call.
@@ -225,6 +256,16 @@ pub struct Settings {
     /// not configured (docs/restore.md).
     #[arg(long, env = "RESTORE_SCRATCH_COMMAND")]
     pub restore_scratch_command: Option<String>,
+    /// Whether anyone may sign up on the account pages (`open`) or only
+    /// operators make users (`closed`).
+    #[arg(long, env = "SIGNUP", default_value = "closed", value_parser = signup_mode)]
+    pub signup: bool,
+    /// A browser session ends this many seconds after sign-in.
+    #[arg(long, env = "SESSION_TTL_SECS", default_value = "1209600", value_parser = parse::secs)]
+    pub session_ttl_secs: Duration,
+    /// A browser session unused for this many seconds ends.
+    #[arg(long, env = "SESSION_IDLE_SECS", default_value = "86400", value_parser = parse::secs)]
+    pub session_idle_secs: Duration,
 }
 
 impl Config {
@@ -272,6 +313,11 @@ impl Config {
             reaper_interval: REAPER_INTERVAL,
             moves,
             metrics: None,
+            accounts: AccountConfig {
+                signup_open: s.signup,
+                session_ttl: s.session_ttl_secs,
+                session_idle: s.session_idle_secs,
+            },
         })
     }
 }
@@ -318,6 +364,7 @@ mod tests {
             (d.max, d.ack_timeout, d.poll, d.step_delay)
         );
         assert_eq!(c.listen.to_string(), "127.0.0.1:8090");
+        assert_eq!(c.accounts, AccountConfig::default());
         assert_eq!(c.redis_url.expose(), "redis://127.0.0.1:6379");
     }
 

@@ -17,6 +17,10 @@ pub enum ApiError {
     Unauthorized,
     /// 403: the acting user's role or the way they act (an API key) does
     /// not allow the change (member management of the public API).
+    /// 401 of the account routes: a failed sign-in or a session that is
+    /// not live (the message says which).
+    #[error("{0}")]
+    SignedOut(&'static str),
     #[error("{0}")]
     Forbidden(String),
     #[error("{0}")]
@@ -54,6 +58,7 @@ impl ApiError {
                 ErrorCode::Unauthorized,
                 "Missing or invalid control-plane token. Expected: Bearer <the token of the caller's tier>.",
             ),
+            ApiError::SignedOut(m) => ErrorBody::new(ErrorCode::Unauthorized, *m),
             ApiError::Forbidden(m) => ErrorBody::forbidden(m.clone()),
             ApiError::NotFound(m) => ErrorBody::new(ErrorCode::NotFound, m.clone()),
             ApiError::Conflict(m) => ErrorBody::new(ErrorCode::Conflict, m.clone()),

@@ -45,6 +45,8 @@ pub struct AppState {
     pub restorer_wake: Arc<tokio::sync::Notify>,
     /// Renders `GET /metrics`; `None` answers it 404.
     pub metrics: Option<service_kit::metrics::PrometheusHandle>,
+    /// Sign-up and sessions of the account pages.
+    pub accounts: crate::config::AccountConfig,
 }
 
 impl AppState {
@@ -77,6 +79,7 @@ pub async fn run_until(
         mover_wake: Arc::new(tokio::sync::Notify::new()),
         restorer_wake: Arc::new(tokio::sync::Notify::new()),
         metrics: config.metrics.clone(),
+        accounts: config.accounts,
     };
     crate::metrics::describe();
     let reaper = tokio::spawn(service::databases::reaper_loop(

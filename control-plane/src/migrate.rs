@@ -34,6 +34,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "restores",
         sql: include_str!("../migrations/0005_restores.sql"),
     },
+    Migration {
+        number: 6,
+        name: "accounts",
+        sql: include_str!("../migrations/0006_accounts.sql"),
+    },
 ];
 
 /// The control plane's catalog: its lock id ("cpmigrat" as bytes) and list.

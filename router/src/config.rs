@@ -55,6 +55,37 @@ pub struct Config {
     /// installs the process's recorder and puts its handle here; `None`
     /// (tests, library use) answers that path like any unknown one.
     pub metrics: Option<service_kit::metrics::PrometheusHandle>,
+    /// The account pages' cookies and sign-in limits (`account`).
+    pub accounts: AccountLimits,
+}
+
+/// The account pages' settings (docs/security.md, "Sessions").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccountLimits {
+    /// `COOKIE_SECURE=1`: cookies are `Secure` and `__Host-` prefixed.
+    pub cookie_secure: bool,
+    /// Sign-in (and sign-up) attempts per client address per 10 minutes.
+    pub signin_per_address: u64,
+    /// Failed sign-ins per account (email) per 15 minutes.
+    pub signin_per_account: u64,
+}
+
+impl Default for AccountLimits {
+    fn default() -> Self {
+        Self {
+            cookie_secure: true,
+            signin_per_address: 20,
+            signin_per_account: 5,
+        }
+    }
+}
+
+fn flag01(s: &str) -> Result<bool, String> {
+    match s {
+        "1" => Ok(true),
+        "0" => Ok(false),
+        _ => Err(format!("must be 1 or 0, not {s:?}")),
+    }
 }
 
 /// What keeps slow or idle clients, and a shard that does not answer, from
@@ -254,6 +285,16 @@ pub struct Settings {
     /// used out first).
     #[arg(long, env = "ROUTER_ACCESS_CACHE_ENTRIES", default_value = "125000", value_parser = parse::positive::<usize>)]
     pub access_cache_entries: usize,
+    /// Account-page cookies `Secure` and `__Host-` prefixed (1), or neither
+    /// (0: only for plain-HTTP deployments not on localhost).
+    #[arg(long, env = "COOKIE_SECURE", default_value = "1", value_parser = flag01)]
+    pub cookie_secure: bool,
+    /// Sign-in and sign-up attempts per client address per 10 minutes.
+    #[arg(long, env = "SIGNIN_LIMIT_PER_ADDRESS", default_value = "20", value_parser = parse::positive::<u64>)]
+    pub signin_limit_per_address: u64,
+    /// Failed sign-ins per account (email, known or not) per 15 minutes.
+    #[arg(long, env = "SIGNIN_LIMIT_PER_ACCOUNT", default_value = "5", value_parser = parse::positive::<u64>)]
+    pub signin_limit_per_account: u64,
 }
 
 impl Config {
@@ -301,6 +342,11 @@ impl Config {
                 users: s.access_cache_entries,
             },
             metrics: None,
+            accounts: AccountLimits {
+                cookie_secure: s.cookie_secure,
+                signin_per_address: s.signin_limit_per_address,
+                signin_per_account: s.signin_limit_per_account,
+            },
         };
         if let Some(m) = &config.metrics_token {
             anyhow::ensure!(
@@ -328,6 +374,7 @@ mod tests {
         let c = Config::from_settings(s).unwrap();
         assert_eq!(c.connections, ConnectionLimits::default());
         assert_eq!(c.caches, CacheLimits::default());
+        assert_eq!(c.accounts, AccountLimits::default());
         let h = HashLimits::default();
         assert_eq!(
             (c.hash_limits.concurrency, c.hash_limits.wait),

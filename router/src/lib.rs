@@ -4,6 +4,7 @@
 //! access, rate limits), [`forward`] (to the shard that owns the routing
 //! tag) and [`answers`] (what the router answers itself).
 
+pub mod account;
 pub mod answers;
 pub mod bounded;
 pub mod config;

@@ -56,6 +56,7 @@ fn config(cp: SocketAddr) -> router::Config {
         threads: 2,
         connections: Default::default(),
         metrics: None,
+        accounts: Default::default(),
     }
 }
 

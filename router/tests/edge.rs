@@ -220,6 +220,7 @@ async fn env(limits: ConnectionLimits, max_in_flight: usize, shard_url: &str) ->
         threads: 1,
         connections: limits,
         metrics: None,
+        accounts: Default::default(),
     };
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let router = listener.local_addr().unwrap();

@@ -291,6 +291,7 @@ async fn a_request_through_the_router_is_one_trace_across_router_and_shard() {
         threads: 1,
         connections: Default::default(),
         metrics: None,
+        accounts: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let router_addr = listener.local_addr().unwrap();

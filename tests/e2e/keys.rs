@@ -178,6 +178,7 @@ async fn key_updates_apply_without_a_new_secret() {
     cp.update_key(
         &owner.key_id,
         &UpdateKey {
+            name: None,
             access: Some(Access::ReadOnly),
             databases: None,
         },
@@ -196,6 +197,7 @@ async fn key_updates_apply_without_a_new_secret() {
     cp.update_key(
         &owner.key_id,
         &UpdateKey {
+            name: None,
             access: Some(Access::ReadWrite),
             databases: Some(DatabaseScope::Only(vec!["db_000000000000".into()])),
         },
@@ -211,6 +213,7 @@ async fn key_updates_apply_without_a_new_secret() {
     cp.update_key(
         &owner.key_id,
         &UpdateKey {
+            name: None,
             access: None,
             databases: Some(DatabaseScope::All),
         },

@@ -3,6 +3,7 @@
 // Test code: an unwrap that fails is a failed test with its location.
 #![allow(clippy::unwrap_used)]
 
+mod accounts;
 mod attachments_cells;
 mod attachments_limits;
 mod attachments_upload;

@@ -113,10 +113,11 @@ pub struct UpdatedKey {
     pub user_suspended: bool,
 }
 
-/// Changes access and/or scope and bumps the version; `None` if unknown.
+/// Changes name, access and/or scope and bumps the version; `None` if unknown.
 pub async fn update(
     db: &impl Db,
     id: &str,
+    name: Option<&str>,
     access: Option<Access>,
     databases: Option<&DatabaseScope>,
 ) -> anyhow::Result<Option<UpdatedKey>> {
@@ -125,13 +126,13 @@ pub async fn update(
     let scope = databases.and_then(scope_column);
     let Some(row) = db
         .query_opt(
-            "UPDATE api_keys SET access = COALESCE($2, access),
+            "UPDATE api_keys SET access = COALESCE($2, access), name = COALESCE($5, name),
                     databases = CASE WHEN $3 THEN $4 ELSE databases END,
                     version = version + 1
              WHERE id = $1
              RETURNING id, user_id, name, access, databases, created_at, version,
                        (SELECT suspended_at IS NOT NULL FROM users WHERE users.id = api_keys.user_id) AS suspended",
-            &[&id, &access, &set_scope, &scope],
+            &[&id, &access, &set_scope, &scope, &name],
         )
         .await
         .context("update api key")?

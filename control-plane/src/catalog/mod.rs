@@ -9,6 +9,7 @@ pub mod members;
 pub mod moves;
 pub mod quotas;
 pub mod restores;
+pub mod sessions;
 pub mod shards;
 pub mod users;
 

@@ -3,6 +3,7 @@
 //! (tables for lists, see `table`); errors and exit codes in `report` and
 //! `exit`.
 
+use anyhow::Context;
 use cluster_protocol::control::client::ControlPlaneClient;
 use cluster_protocol::control::{AddShard, CreateKey, DatabaseScope, UpdateKey};
 use serde_json::{json, Value};
@@ -96,8 +97,23 @@ async fn run(c: &ControlPlaneClient, command: Command) -> anyhow::Result<Output>
 
 async fn users(c: &ControlPlaneClient, cmd: UsersCmd) -> anyhow::Result<Output> {
     match cmd {
-        UsersCmd::Create { email, name } => {
+        UsersCmd::Create {
+            email,
+            name,
+            password_stdin,
+        } => {
+            // Read before anything is created: a bad input changes nothing.
+            let password = if password_stdin {
+                Some(read_password(std::io::stdin().lock())?)
+            } else {
+                None
+            };
             let u = c.create_user(&email, name.as_deref()).await?;
+            if let Some(password) = password {
+                c.set_password(&u.id, &password).await.with_context(|| {
+                    format!("user {} was created but its password was refused", u.id)
+                })?;
+            }
             Ok(output(
                 json!({ "id": u.id, "email": u.email, "name": u.name }),
                 format!("created user {} <{}> ({})", u.id, u.email, u.name),
@@ -111,8 +127,32 @@ async fn users(c: &ControlPlaneClient, cmd: UsersCmd) -> anyhow::Result<Output> 
             let u = c.suspend_user(&user_id, false).await?;
             Ok(output(to_json(&u)?, format!("unsuspended {}", u.id)))
         }
+        UsersCmd::SetPassword { user_id, .. } => {
+            let password = read_password(std::io::stdin().lock())?;
+            c.set_password(&user_id, &password).await?;
+            Ok(output(
+                json!({ "ok": true, "user_id": user_id }),
+                format!("set the password of {user_id}; their browser sessions ended"),
+            ))
+        }
         UsersCmd::List { page } => lists::users(c, page).await,
     }
+}
+
+/// The first line of `input` without its line end (a password).
+pub fn read_password(input: impl std::io::BufRead) -> anyhow::Result<String> {
+    use std::io::BufRead;
+    let mut line = String::new();
+    input
+        .take(4096)
+        .read_line(&mut line)
+        .context("read the password from standard input")?;
+    let password = line.trim_end_matches(['\n', '\r']);
+    anyhow::ensure!(
+        !password.is_empty(),
+        "--password-stdin: standard input holds no password"
+    );
+    Ok(password.to_string())
 }
 
 async fn keys(c: &ControlPlaneClient, cmd: KeysCmd) -> anyhow::Result<Output> {
@@ -155,7 +195,14 @@ async fn keys(c: &ControlPlaneClient, cmd: KeysCmd) -> anyhow::Result<Output> {
                 );
             }
             let k = c
-                .update_key(&key_id, &UpdateKey { access, databases })
+                .update_key(
+                    &key_id,
+                    &UpdateKey {
+                        name: None,
+                        access,
+                        databases,
+                    },
+                )
                 .await?;
             let text = format!(
                 "updated {} ({}, databases: {})",

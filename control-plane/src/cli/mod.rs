@@ -201,6 +201,19 @@ pub enum UsersCmd {
         /// Display name (defaults to the part of the email before @).
         #[arg(long)]
         name: Option<String>,
+        /// Read a password for the account pages from the first line of
+        /// standard input (never from the command line).
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Set a user's password for the account pages (first line of standard
+    /// input); every browser session of the user ends.
+    SetPassword {
+        /// User id (usr_...).
+        user_id: String,
+        /// Required: the password is read from standard input only.
+        #[arg(long, required = true)]
+        password_stdin: bool,
     },
     /// List users, oldest first; prints {"users":[{id,email,name,suspended}]}.
     List {

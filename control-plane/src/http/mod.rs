@@ -3,6 +3,7 @@
 //! [`routes`] allows ([`auth`]); handlers only parse, call `service`, and
 //! serialise.
 
+mod accounts;
 pub mod auth;
 mod databases;
 mod keys;

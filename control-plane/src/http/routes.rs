@@ -6,7 +6,7 @@
 //! | tier | token | routes |
 //! |---|---|---|
 //! | admin | `CONTROL_PLANE_TOKEN` | all |
-//! | router | `CONTROL_PLANE_ROUTER_TOKEN` | key and access reads, placements, allocate/confirm/release, the acted-by member routes |
+//! | router | `CONTROL_PLANE_ROUTER_TOKEN` | key and access reads, placements, allocate/confirm/release, the acted-by member routes, the session routes of the account pages |
 //! | shard | `CONTROL_PLANE_SHARD_TOKEN` | placement reads |
 //! | metrics | `METRICS_TOKEN` | `GET /metrics` |
 //!
@@ -17,7 +17,9 @@ use axum::handler::Handler;
 use axum::http::Method;
 use axum::routing::{on, MethodFilter, MethodRouter};
 
-use super::{databases, keys, members, moves, quotas, rebalance, restores, shards, users};
+use super::{
+    accounts, databases, keys, members, moves, quotas, rebalance, restores, shards, users,
+};
 use crate::AppState;
 
 /// A caller of the control plane, known by its token.
@@ -98,6 +100,18 @@ pub fn table() -> Vec<Route> {
         route(M::POST,   "/internal/databases/{id}/members",            members::add_to_database,      ROUTER),
         route(M::PATCH,  "/internal/databases/{id}/members/{user_id}",  members::change_role,          ROUTER),
         route(M::DELETE, "/internal/databases/{id}/members/{user_id}",  members::remove_from_database, ROUTER),
+        // The account pages (`cluster_protocol::control::accounts`): a
+        // session acts on its own user only, checked by the control plane.
+        route(M::GET,    "/internal/accounts/settings",                 accounts::settings,            ROUTER),
+        route(M::POST,   "/internal/accounts/signup",                   accounts::sign_up,             ROUTER),
+        route(M::POST,   "/internal/accounts/signin",                   accounts::sign_in,             ROUTER),
+        route(M::POST,   "/internal/sessions/resolve",                  accounts::resolve,             ROUTER),
+        route(M::POST,   "/internal/sessions/account",                  accounts::account,             ROUTER),
+        route(M::POST,   "/internal/sessions/signout",                  accounts::sign_out,            ROUTER),
+        route(M::POST,   "/internal/sessions/password",                 accounts::change_password,     ROUTER),
+        route(M::POST,   "/internal/sessions/keys",                     accounts::create_key,          ROUTER),
+        route(M::POST,   "/internal/sessions/keys/{key_id}",            accounts::update_key,          ROUTER),
+        route(M::POST,   "/internal/sessions/keys/{key_id}/revoke",     accounts::revoke_key,          ROUTER),
         route(M::GET,    "/metrics",                                    crate::metrics::handler,       SCRAPER),
         // The operator's.
         route(M::POST,   "/internal/keys",                              keys::create,                  ADMIN),
@@ -108,6 +122,7 @@ pub fn table() -> Vec<Route> {
         route(M::GET,    "/internal/users/{user_id}/keys",              users::keys,                   ADMIN),
         route(M::POST,   "/internal/users/{user_id}/suspend",           users::suspend,                ADMIN),
         route(M::POST,   "/internal/users/{user_id}/unsuspend",         users::unsuspend,              ADMIN),
+        route(M::PUT,    "/internal/users/{user_id}/password",          accounts::set_password,        ADMIN),
         route(M::GET,    "/internal/databases",                         databases::list,               ADMIN),
         route(M::GET,    "/internal/databases/{id}",                    databases::show,               ADMIN),
         route(M::POST,   "/internal/members",                           members::add,                  ADMIN),
@@ -180,6 +195,7 @@ mod tests {
             (Method::DELETE, "/internal/keys/{key_id}"),
             (Method::POST, "/internal/users"),
             (Method::POST, "/internal/users/{user_id}/suspend"),
+            (Method::PUT, "/internal/users/{user_id}/password"),
             (Method::GET, "/internal/users"),
             (Method::GET, "/internal/users/{user_id}/keys"),
             (Method::POST, "/internal/members"),
@@ -222,7 +238,7 @@ mod tests {
                 "POST /internal/placements/lookup"
             ]
         );
-        assert_eq!(of(Tier::Router).len(), 11);
+        assert_eq!(of(Tier::Router).len(), 21);
         assert!(!of(Tier::Router).contains(&"GET /metrics".to_string()));
     }
 }

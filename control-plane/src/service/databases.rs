@@ -163,7 +163,8 @@ pub async fn reap(state: &AppState) -> anyhow::Result<usize> {
     Ok(released)
 }
 
-/// Runs [`reap`] every `interval` until the task is dropped.
+/// Runs [`reap`] and the sweep of ended browser sessions
+/// (`sessions::sweep`) every `interval` until the task is dropped.
 pub async fn reaper_loop(state: AppState, interval: std::time::Duration) {
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -171,6 +172,9 @@ pub async fn reaper_loop(state: AppState, interval: std::time::Duration) {
         tick.tick().await;
         if let Err(e) = reap(&state).await {
             tracing::error!(error = format!("{e:#}"), "reaper pass failed");
+        }
+        if let Err(e) = super::sessions::sweep(&state).await {
+            tracing::error!(error = format!("{e:#}"), "session sweep failed");
         }
     }
 }

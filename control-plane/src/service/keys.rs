@@ -54,13 +54,18 @@ async fn hash_secret(secret: String) -> anyhow::Result<String> {
     .context("join hashing task")?
 }
 
-pub async fn create(state: &AppState, req: CreateKey) -> ApiResult<CreatedKey> {
-    let name = req.name.trim();
+fn validate_name(raw: &str) -> ApiResult<&str> {
+    let name = raw.trim();
     if name.is_empty() || name.chars().count() > MAX_NAME_LEN {
         return Err(ApiError::bad_request(format!(
             "Key name must be 1 to {MAX_NAME_LEN} characters."
         )));
     }
+    Ok(name)
+}
+
+pub async fn create(state: &AppState, req: CreateKey) -> ApiResult<CreatedKey> {
+    let name = validate_name(&req.name)?;
     validate_scope(&req.databases)?;
     let client = state.session().await?;
     let user = users::get(&**client, &req.user_id)
@@ -91,21 +96,22 @@ pub async fn create(state: &AppState, req: CreateKey) -> ApiResult<CreatedKey> {
     })
 }
 
-/// Changes a key's access and/or scope. Its version is deleted from Redis
+/// Changes a key's name, access and/or scope. Its version is deleted from Redis
 /// before the commit (a failure rolls back: 503, nothing changed) and the
 /// new one stored after it (best effort: absent, routers ask again).
 pub async fn update(state: &AppState, id: &str, req: UpdateKey) -> ApiResult<KeyInfo> {
-    if req.access.is_none() && req.databases.is_none() {
+    if req.name.is_none() && req.access.is_none() && req.databases.is_none() {
         return Err(ApiError::bad_request(
-            "Nothing to update: give access and/or databases.",
+            "Nothing to update: give name, access and/or databases.",
         ));
     }
+    let name = req.name.as_deref().map(validate_name).transpose()?;
     if let Some(scope) = &req.databases {
         validate_scope(scope)?;
     }
     let mut client = state.session().await?;
     let tx = client.transaction().await?;
-    let updated = keys::update(&*tx, id, req.access, req.databases.as_ref())
+    let updated = keys::update(&*tx, id, name, req.access, req.databases.as_ref())
         .await?
         .ok_or_else(|| unknown_key(id))?;
     // Fail closed: routers must not keep the old access or scope.

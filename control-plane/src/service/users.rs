@@ -79,7 +79,8 @@ pub async fn keys_of(state: &AppState, id: &str) -> ApiResult<KeyList> {
     })
 }
 
-/// Suspends or unsuspends a user. Suspension clears the liveness of every
+/// Suspends or unsuspends a user. Suspension deletes the user's browser
+/// sessions (in the same transaction) and clears the liveness of every
 /// key of the user in Redis before and after the catalog commit, and fails
 /// if Redis cannot be cleared: failing before the commit (503) nothing
 /// changes; failing after it (500) the user is suspended in the catalog and
@@ -93,6 +94,8 @@ pub async fn set_suspended(state: &AppState, id: &str, suspended: bool) -> ApiRe
     let user_keys = keys::versions_of_user(&*tx, id).await?;
     let key_ids: Vec<String> = user_keys.iter().map(|(k, _)| k.clone()).collect();
     if suspended {
+        // Its browser sessions end with the suspension's commit.
+        crate::catalog::sessions::delete_of_user(&*tx, id).await?;
         if let Err(e) = state.redis.clear_keys(id, &key_ids).await {
             drop(tx);
             return Err(redis_refused("clear the liveness of the user's keys", e));

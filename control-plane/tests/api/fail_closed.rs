@@ -124,6 +124,7 @@ async fn setup(app: &App) -> Setup {
 
 fn narrowing(db: &str) -> UpdateKey {
     UpdateKey {
+        name: None,
         access: Some(Access::ReadOnly),
         databases: Some(DatabaseScope::Only(vec![db.to_string()])),
     }

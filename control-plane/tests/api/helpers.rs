@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use cluster_protocol::control::client::{ClientError, ControlPlaneClient};
 use cluster_protocol::control::AddShard;
-use control_plane::config::{Config, Secret};
+use control_plane::config::{AccountConfig, Config, Secret};
 use redis::AsyncCommands;
 
 /// The operator's `CONTROL_PLANE_TOKEN`.
@@ -23,6 +23,8 @@ pub struct App {
     pub server: tokio::task::JoinHandle<()>,
     pub admin: tokio_postgres::Client,
     pub db_name: String,
+    /// The catalog's DSN (tests that age rows directly).
+    pub db_url_for_tests: String,
 }
 
 pub fn skip() -> bool {
@@ -42,6 +44,17 @@ pub async fn spawn_app() -> App {
 
 /// Like [`spawn_app`], with the control plane (and `App::redis`) on `redis_url`.
 pub async fn spawn_app_with_redis(redis_url: String) -> App {
+    spawn_app_with(redis_url, AccountConfig::default()).await
+}
+
+/// Like [`spawn_app`], with these account settings.
+pub async fn spawn_app_with_accounts(accounts: AccountConfig) -> App {
+    let redis_url =
+        std::env::var("TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    spawn_app_with(redis_url, accounts).await
+}
+
+async fn spawn_app_with(redis_url: String, accounts: AccountConfig) -> App {
     let admin_url = std::env::var("TEST_POSTGRES_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
     let (admin, conn) = tokio_postgres::connect(&admin_url, tokio_postgres::NoTls)
@@ -63,6 +76,7 @@ pub async fn spawn_app_with_redis(redis_url: String) -> App {
         cfg.get_ports().first().copied().unwrap_or(5432),
         cfg.get_user().unwrap_or("postgres")
     );
+    let db_url_copy = db_url.clone();
     let config = Config {
         listen: "127.0.0.1:0".parse().unwrap(),
         database_url: Secret::new(db_url),
@@ -78,6 +92,7 @@ pub async fn spawn_app_with_redis(redis_url: String) -> App {
         moves: control_plane::config::MoveConfig::default(),
         // One recorder for the whole test process: every server shares it.
         metrics: Some(service_kit::metrics::install_once()),
+        accounts,
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -105,6 +120,7 @@ pub async fn spawn_app_with_redis(redis_url: String) -> App {
         server,
         admin,
         db_name: name,
+        db_url_for_tests: db_url_copy,
     }
 }
 
@@ -134,6 +150,14 @@ impl App {
             weight,
         };
         self.client.add_shard(&req).await.expect("add shard");
+    }
+    /// A session on the catalog database itself.
+    pub async fn catalog(&self) -> tokio_postgres::Client {
+        let (client, conn) = tokio_postgres::connect(&self.db_url_for_tests, tokio_postgres::NoTls)
+            .await
+            .expect("connect catalog");
+        tokio::spawn(conn);
+        client
     }
     pub async fn redis_get(&self, key: &str) -> Option<i64> {
         let mut c = self.redis.clone();

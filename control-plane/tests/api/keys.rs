@@ -34,6 +34,7 @@ async fn keys_liveness_revocation_and_suspension() {
         .is_ok());
 
     let narrowed = UpdateKey {
+        name: None,
         access: Some(Access::ReadOnly),
         databases: Some(DatabaseScope::Only(vec!["db_abcdefghijkl".into()])),
     };
@@ -42,6 +43,7 @@ async fn keys_liveness_revocation_and_suspension() {
     assert_eq!(app.redis_get(&live).await, Some(2));
     assert_eq!(app.client.key(id).await.unwrap().version, 2);
     let bad = UpdateKey {
+        name: None,
         access: None,
         databases: Some(DatabaseScope::Only(vec!["nope".into()])),
     };

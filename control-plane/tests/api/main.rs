@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod access;
+mod accounts;
 mod allocation;
 mod basics;
 mod cli;

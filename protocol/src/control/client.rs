@@ -14,6 +14,10 @@ use serde::{de::DeserializeOwned, Serialize};
 use tracing::field::Empty;
 use tracing::Instrument;
 
+use super::accounts::{
+    AccountSettings, AccountView, ChangePassword, OpenedSession, SessionCreateKey, SessionInfo,
+    SessionToken, SessionUpdateKey, SetPassword, SignIn, SignUp,
+};
 use super::quotas::{AccountQuotas, AccountUsage, QuotaChange, TopUsage, UsageMeasure};
 use super::*;
 use crate::error::{Envelope, ErrorBody};
@@ -259,6 +263,61 @@ impl ControlPlaneClient {
         .await
     }
 
+    // ---- for the router's account pages (`accounts`) ----
+    pub async fn account_settings(&self) -> Result<AccountSettings, ClientError> {
+        self.get("/internal/accounts/settings").await
+    }
+    pub async fn sign_up(&self, req: &SignUp) -> Result<OpenedSession, ClientError> {
+        self.post("/internal/accounts/signup", req).await
+    }
+    pub async fn sign_in(&self, req: &SignIn) -> Result<OpenedSession, ClientError> {
+        self.post("/internal/accounts/signin", req).await
+    }
+    pub async fn resolve_session(&self, token: &str) -> Result<SessionInfo, ClientError> {
+        self.post("/internal/sessions/resolve", &session(token))
+            .await
+    }
+    pub async fn account(&self, token: &str) -> Result<AccountView, ClientError> {
+        self.post("/internal/sessions/account", &session(token))
+            .await
+    }
+    pub async fn sign_out(&self, token: &str) -> Result<Ok, ClientError> {
+        self.post("/internal/sessions/signout", &session(token))
+            .await
+    }
+    pub async fn change_password(&self, req: &ChangePassword) -> Result<Ok, ClientError> {
+        self.post("/internal/sessions/password", req).await
+    }
+    pub async fn session_create_key(
+        &self,
+        req: &SessionCreateKey,
+    ) -> Result<CreatedKey, ClientError> {
+        self.post("/internal/sessions/keys", req).await
+    }
+    pub async fn session_update_key(
+        &self,
+        key_id: &str,
+        req: &SessionUpdateKey,
+    ) -> Result<KeyInfo, ClientError> {
+        self.post(&format!("/internal/sessions/keys/{key_id}"), req)
+            .await
+    }
+    pub async fn session_revoke_key(&self, token: &str, key_id: &str) -> Result<Ok, ClientError> {
+        self.post(
+            &format!("/internal/sessions/keys/{key_id}/revoke"),
+            &session(token),
+        )
+        .await
+    }
+    pub async fn set_password(&self, user_id: &str, password: &str) -> Result<Ok, ClientError> {
+        let url = self.url(&format!("/internal/users/{user_id}/password"));
+        let body = SetPassword {
+            password: password.into(),
+        };
+        let req = self.http.put(&url).json(&body);
+        self.send(reqwest::Method::PUT, url, req).await
+    }
+
     // ---- for the operator CLI ----
     pub async fn create_user(&self, email: &str, name: Option<&str>) -> Result<User, ClientError> {
         self.post(
@@ -471,5 +530,11 @@ impl ControlPlaneClient {
     pub async fn top_usage(&self, top: u32, by: UsageMeasure) -> Result<TopUsage, ClientError> {
         let query = [("top", top.to_string()), ("by", by.as_str().to_string())];
         self.get_query("/internal/usage", &query).await
+    }
+}
+
+fn session(token: &str) -> SessionToken {
+    SessionToken {
+        token: token.to_owned(),
     }
 }

@@ -54,8 +54,9 @@
 //! | GET `/internal/restores/{id}` | | [`Restore`] |
 //! | POST `/internal/rebalance` | [`RebalanceRequest`] | [`RebalanceReply`] |
 //!
-//! Quotas and usage: see [`quotas`].
+//! Quotas and usage: see [`quotas`]. Accounts and sessions: see [`accounts`].
 
+pub mod accounts;
 pub mod client;
 pub mod moves;
 pub mod quotas;
@@ -244,6 +245,9 @@ pub struct CreatedKey {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct UpdateKey {
+    /// A new name (the account page's rename).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access: Option<Access>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -27,6 +27,25 @@ mod tests {
         assert!(doc["components"]["securitySchemes"]["bearerAuth"].is_object());
     }
 
+    /// The session cookie is a scheme of the export route and of no other
+    /// operation (part C: API routes refuse a cookie alone).
+    #[test]
+    fn the_cookie_opens_only_the_export() {
+        let doc: serde_json::Value = serde_json::from_str(DOCUMENT).unwrap();
+        let scheme = &doc["components"]["securitySchemes"]["cookieAuth"];
+        assert_eq!(scheme["in"], "cookie");
+        assert_eq!(scheme["name"], "__Host-session");
+        for (template, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let with_cookie = op["security"]
+                    .as_array()
+                    .is_some_and(|s| s.iter().any(|r| r.get("cookieAuth").is_some()));
+                let export = method == "get" && template == "/api/databases/{id}/export";
+                assert_eq!(with_cookie, export, "{method} {template}");
+            }
+        }
+    }
+
     /// Every entry of the route table is an operation of the document, and
     /// every operation an entry (same method, same template).
     #[test]

@@ -8,6 +8,7 @@ use tracing::Instrument;
 
 use cluster_protocol::routes::Streamed;
 
+use crate::account;
 use crate::answers::{databases, files, health, members, openapi, share, whoami};
 use crate::edge::metrics::Measured;
 use crate::edge::routes::{classify, Classified, MemberAction, Route};
@@ -108,6 +109,9 @@ impl OwnedMemberAction {
 }
 
 pub async fn handle(state: &AppState, req: Request<Incoming>, peer: IpAddr) -> Response<Body> {
+    if account::is_account_path(req.uri().path()) {
+        return account_page(state, req, peer).await;
+    }
     let (method, path) = (req.method(), req.uri().path());
     let Classified { route, label } = classify(method, path);
     let target = Target::of(route);
@@ -129,6 +133,34 @@ pub async fn handle(state: &AppState, req: Request<Incoming>, peer: IpAddr) -> R
         Some(opened) => opened.in_scope(|| measured.finish(resp.status())),
         None => measured.finish(resp.status()),
     }
+    resp
+}
+
+/// A request under `/account` (the account pages), measured and traced
+/// like any other.
+async fn account_page(state: &AppState, req: Request<Incoming>, peer: IpAddr) -> Response<Body> {
+    let measured = Measured::start(req.method(), account::METRIC_LABEL);
+    let span = RequestSpan::new(
+        req.method(),
+        req.uri(),
+        req.headers(),
+        account::METRIC_LABEL,
+    );
+    let address = bearer::client_address(
+        req.headers().get(X_FORWARDED_FOR).map(|v| v.as_bytes()),
+        peer,
+    );
+    let resp = match span.opened() {
+        Some(opened) => {
+            let opened = opened.clone();
+            account::serve(state, req, &address)
+                .instrument(opened)
+                .await
+        }
+        None => account::serve(state, req, &address).await,
+    };
+    span.finish(resp.status());
+    measured.finish(resp.status());
     resp
 }
 
@@ -164,6 +196,19 @@ async fn dispatch(
         }
         Target::Gated(gated) => gated,
     };
+    // The export route also accepts the session cookie, without a key
+    // (and then answers without rate-limit headers).
+    if let Gated::Tagged { tag, .. } = &gated {
+        if account::export::is_export(req.method(), req.uri().path()) {
+            if let Some(token) = account::export::session_cookie(state, req.headers()) {
+                let token = token.to_owned();
+                let tag = tag.clone();
+                return account::export::forward(state, &token, &tag, req, &address, span)
+                    .await
+                    .unwrap_or_else(ApiError::into_response);
+            }
+        }
+    }
     let caller = match auth::gate(state, req.headers(), address, span).await {
         Ok(c) => c,
         Err(e) => return e.into_response(),

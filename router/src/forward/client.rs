@@ -120,6 +120,8 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
 /// answers itself when it starts reading) is the router's own.
 fn withheld(name: &HeaderName) -> bool {
     name == header::AUTHORIZATION
+        // The browser's session cookie is the router's alone.
+        || name == header::COOKIE
         || name == header::HOST
         || name == header::TRANSFER_ENCODING
         || name == header::EXPECT
@@ -132,7 +134,7 @@ fn withheld(name: &HeaderName) -> bool {
 
 /// The headers a shard receives: the client's, minus hop-by-hop ones (and
 /// those its `Connection` names), any `x-cluster-*` (only the router may set
-/// those), the credential and Host; plus `x-forwarded-for` /
+/// those), the credential (key or session cookie) and Host; plus `x-forwarded-for` /
 /// `x-forwarded-host`.
 pub fn request_headers(incoming: &HeaderMap, client_address: &str) -> HeaderMap {
     let named = named_in_connection(incoming);

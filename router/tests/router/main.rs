@@ -359,6 +359,7 @@ async fn env_with_config(
         connections: Default::default(),
         // One recorder for the whole test process: every router shares it.
         metrics: Some(service_kit::metrics::install_once()),
+        accounts: Default::default(),
     };
     tweak(&mut config);
     // The internal metrics listener, as `cores::run` binds it.
