@@ -28,8 +28,11 @@ pub const DEFAULT_USERS: usize = 125_000;
 /// Locks of a map at most (fewer when the capacity is smaller).
 pub const SHARDS: usize = 16;
 
+/// One independently locked part of a [`BoundedMap`].
+type Shard<V> = Mutex<LruCache<Box<str>, V>>;
+
 pub struct BoundedMap<V> {
-    shards: Box<[Mutex<LruCache<Box<str>, V>>]>,
+    shards: Box<[Shard<V>]>,
     hasher: RandomState,
     capacity: usize,
 }
