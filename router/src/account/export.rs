@@ -101,7 +101,7 @@ pub async fn forward(
     let (parts, _body) = req.into_parts();
     let (method, uri) = (&parts.method, &parts.uri);
     let empty = Bytes::new();
-    let one_attempt = |p: std::sync::Arc<cluster_protocol::control::Placement>| {
+    let one_attempt = |p: std::sync::Arc<crate::forward::placement::Placement>| {
         let mut headers = request_headers(&parts.headers, address);
         trace::propagate(span, &parts.headers, &mut headers);
         let principal = principal(&session.user, &db, role, p.epoch);

@@ -67,9 +67,11 @@ pub fn page(status: StatusCode, text: String) -> Response<Body> {
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
+    // Not `no-referrer`: under it a browser sends `Origin: null` with
+    // every form post, which the cross-site check must refuse.
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     resp
 }

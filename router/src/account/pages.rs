@@ -295,7 +295,7 @@ static LAST_USED: LazyLock<Script> =
 async fn last_used(state: &AppState, view: &AccountView) -> Vec<Option<i64>> {
     let mut out = Vec::with_capacity(view.keys.len());
     for k in &view.keys {
-        let name = redis_keys::key_last_used(&k.id);
+        let name = redis_keys::key_last_used(&k.user_id, &k.id);
         let call = |call: &mut ScriptCall<'_>| call.key(&[name.as_str()], None);
         let stamp = match state.limiter.eval(&LAST_USED, call).await {
             Some(reply @ Reply::Bulk(Some(_))) => reply.as_i64(),
