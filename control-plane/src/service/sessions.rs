@@ -105,17 +105,15 @@ pub async fn sign_up(state: &AppState, req: SignUp) -> ApiResult<OpenedSession> 
     super::users::validate_email(&req.email)?;
     check_password(&req.password)?;
     let hash = passwords::hash(req.password).await?;
-    let user = super::users::create(
+    let user = super::users::create_with_password(
         state,
         CreateUser {
             email: req.email,
             name: req.name,
         },
+        Some(hash.as_str()),
     )
     .await?;
-    let client = state.session().await?;
-    sessions::set_password_hash(&**client, &user.id, &hash).await?;
-    drop(client);
     open(state, user).await
 }
 

@@ -28,6 +28,16 @@ pub fn validate_email(raw: &str) -> ApiResult<String> {
 }
 
 pub async fn create(state: &AppState, req: CreateUser) -> ApiResult<User> {
+    create_with_password(state, req, None).await
+}
+
+/// [`create`], with the user's password hash (sign-up) stored in the same
+/// transaction: no user is left without the password it signed up with.
+pub async fn create_with_password(
+    state: &AppState,
+    req: CreateUser,
+    password_hash: Option<&str>,
+) -> ApiResult<User> {
     let email = validate_email(&req.email)?;
     let name = match req.name.as_deref().map(str::trim) {
         Some(n) if !n.is_empty() => n.to_string(),
@@ -38,11 +48,16 @@ pub async fn create(state: &AppState, req: CreateUser) -> ApiResult<User> {
             "name must be at most {MAX_NAME_LEN} characters."
         )));
     }
-    let client = state.session().await?;
+    let mut client = state.session().await?;
+    let tx = client.transaction().await?;
     let id = ids::new_untagged(Kind::User);
-    let row = users::insert(&**client, &id, &email, &name)
+    let row = users::insert(&*tx, &id, &email, &name)
         .await?
         .ok_or_else(|| ApiError::conflict(format!("A user with email {email} already exists.")))?;
+    if let Some(hash) = password_hash {
+        crate::catalog::sessions::set_password_hash(&*tx, &row.user.id, hash).await?;
+    }
+    tx.commit().await?;
     Ok(row.user)
 }
 
