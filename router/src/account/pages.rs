@@ -132,9 +132,13 @@ async fn signed_in_form(
     req: http::Request<Incoming>,
 ) -> Result<(String, Form), Answer> {
     let (headers, form) = read_form(state, req).await?;
+    // The origin first: a cross-site post is refused as such (403), even
+    // though it arrives without the session cookie (SameSite=Lax).
+    if !csrf::same_origin(&headers) {
+        return Err(refused());
+    }
     let (token, info) = signed_in(state, &headers).await?;
-    if !csrf::same_origin(&headers) || !csrf::tokens_match(form.get("csrf_token"), &info.csrf_token)
-    {
+    if !csrf::tokens_match(form.get("csrf_token"), &info.csrf_token) {
         return Err(refused());
     }
     Ok((token, form))
