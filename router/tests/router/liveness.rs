@@ -75,7 +75,9 @@ async fn membership_and_placement_changes_apply_promptly() {
         a.version += 1;
     }
     let _: () = redis::cmd("SET")
-        .arg(cluster_protocol::control::redis_keys::user_version(&user_id))
+        .arg(cluster_protocol::control::redis_keys::user_version(
+            &user_id,
+        ))
         .arg(999)
         .query(&mut redis_conn())
         .unwrap();

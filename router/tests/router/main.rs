@@ -44,7 +44,9 @@ fn redis_url() -> String {
 fn redis_conn() -> Box<dyn redis::ConnectionLike> {
     use service_kit::redis_target::Target;
     match Target::parse(&redis_url()).unwrap() {
-        Target::Single(url) => Box::new(redis::Client::open(url).unwrap().get_connection().unwrap()),
+        Target::Single(url) => {
+            Box::new(redis::Client::open(url).unwrap().get_connection().unwrap())
+        }
         Target::Cluster(seeds) => Box::new(
             redis::cluster::ClusterClient::new(seeds)
                 .unwrap()
