@@ -50,7 +50,7 @@ fn redis_set(key: String, version: i64) {
     let _: () = redis::cmd("SET")
         .arg(key)
         .arg(version)
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
 }
 

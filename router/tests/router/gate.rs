@@ -108,7 +108,7 @@ async fn deleted_liveness_means_401_on_the_next_request() {
         .arg(cluster_protocol::control::redis_keys::key_version(
             &user_id, &key_id,
         ))
-        .query(&mut redis_conn())
+        .query(&mut *redis_conn())
         .unwrap();
     assert_eq!(e.get("/api/meta/whoami", Some(&token)).await.status(), 401);
 }

@@ -116,7 +116,7 @@ async fn cp_key(State(cp): State<Arc<Cp>>, Path(id): Path<String>) -> axum::resp
             let _: () = redis::cmd("SET")
                 .arg(redis_keys::key_version(&r.user.id, &id))
                 .arg(r.version)
-                .query(&mut redis_conn())
+                .query(&mut *redis_conn())
                 .unwrap();
             Json(r).into_response()
         }
@@ -148,7 +148,7 @@ async fn cp_access(State(cp): State<Arc<Cp>>, Path(id): Path<String>) -> axum::r
     let _: () = redis::cmd("SET")
         .arg(redis_keys::user_version(&id))
         .arg(a.version)
-        .query(&mut redis_conn())
+        .query(&mut *redis_conn())
         .unwrap();
     Json(a).into_response()
 }
