@@ -37,7 +37,9 @@ fn redis_url() -> String {
 fn redis_set(key: String, version: i64) {
     use service_kit::redis_target::Target;
     let mut conn: Box<dyn redis::ConnectionLike> = match Target::parse(&redis_url()).unwrap() {
-        Target::Single(url) => Box::new(redis::Client::open(url).unwrap().get_connection().unwrap()),
+        Target::Single(url) => {
+            Box::new(redis::Client::open(url).unwrap().get_connection().unwrap())
+        }
         Target::Cluster(seeds) => Box::new(
             redis::cluster::ClusterClient::new(seeds)
                 .unwrap()
@@ -48,7 +50,7 @@ fn redis_set(key: String, version: i64) {
     let _: () = redis::cmd("SET")
         .arg(key)
         .arg(version)
-        .query(&mut conn)
+        .query(&mut *conn)
         .unwrap();
 }
 

@@ -85,7 +85,11 @@ pub async fn create(state: &AppState, req: CreateKey) -> ApiResult<CreatedKey> {
     let (info, version) = keys::insert(&**client, &new).await?;
     state
         .redis
-        .announce_key(&user.user.id, &id, (!user.user.suspended).then_some(version))
+        .announce_key(
+            &user.user.id,
+            &id,
+            (!user.user.suspended).then_some(version),
+        )
         .await;
     Ok(CreatedKey {
         token: format!("{id}.{secret}"),

@@ -63,7 +63,8 @@ async fn quotas_show_set_and_take_effect_in_the_catalog() {
         "routers must re-read the key"
     );
     assert_eq!(
-        app.redis_get(&redis_keys::key_version(&user, &key.id)).await,
+        app.redis_get(&redis_keys::key_version(&user, &key.id))
+            .await,
         Some(after.version)
     );
 

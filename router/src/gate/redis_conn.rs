@@ -472,7 +472,10 @@ impl ClusterPool {
     }
 
     fn node(&self, slot: u16) -> Option<Arc<RedisPool>> {
-        self.map.read().unwrap_or_else(|p| p.into_inner()).node(slot)
+        self.map
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .node(slot)
     }
 
     async fn eval<F>(&self, script: &Script, call: F) -> Result<Reply, Error>

@@ -105,8 +105,10 @@ async fn deleted_liveness_means_401_on_the_next_request() {
     // Revoke: the control plane forgets the key and deletes its liveness.
     e.cp.keys.lock().unwrap().remove(&key_id);
     let _: () = redis::cmd("DEL")
-        .arg(cluster_protocol::control::redis_keys::key_version(&user_id, &key_id))
-        .query(&mut redis_conn())
+        .arg(cluster_protocol::control::redis_keys::key_version(
+            &user_id, &key_id,
+        ))
+        .query(&mut *redis_conn())
         .unwrap();
     assert_eq!(e.get("/api/meta/whoami", Some(&token)).await.status(), 401);
 }

@@ -145,7 +145,7 @@ async fn absent_versions_make_the_router_ask_the_control_plane_again() {
     let del = |name: String| {
         let _: () = redis::cmd("DEL")
             .arg(name)
-            .query(&mut redis_conn())
+            .query(&mut *redis_conn())
             .unwrap();
     };
 

@@ -55,7 +55,7 @@ async fn membership_and_placement_changes_apply_promptly() {
     let _: i64 = redis::cmd("PUBLISH")
         .arg("cluster:invalidate")
         .arg(msg)
-        .query(&mut redis_conn())
+        .query(&mut *redis_conn())
         .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert_eq!(e.get(&path, Some(&token)).await.status(), 200);
@@ -75,9 +75,11 @@ async fn membership_and_placement_changes_apply_promptly() {
         a.version += 1;
     }
     let _: () = redis::cmd("SET")
-        .arg(cluster_protocol::control::redis_keys::user_version(&user_id))
+        .arg(cluster_protocol::control::redis_keys::user_version(
+            &user_id,
+        ))
         .arg(999)
-        .query(&mut redis_conn())
+        .query(&mut *redis_conn())
         .unwrap();
     assert_eq!(e.get(&path, Some(&token)).await.status(), 404);
     assert_eq!(s2.hits.load(Ordering::SeqCst), 1);

@@ -44,7 +44,9 @@ fn redis_url() -> String {
 fn redis_conn() -> Box<dyn redis::ConnectionLike> {
     use service_kit::redis_target::Target;
     match Target::parse(&redis_url()).unwrap() {
-        Target::Single(url) => Box::new(redis::Client::open(url).unwrap().get_connection().unwrap()),
+        Target::Single(url) => {
+            Box::new(redis::Client::open(url).unwrap().get_connection().unwrap())
+        }
         Target::Cluster(seeds) => Box::new(
             redis::cluster::ClusterClient::new(seeds)
                 .unwrap()
@@ -114,7 +116,7 @@ async fn cp_key(State(cp): State<Arc<Cp>>, Path(id): Path<String>) -> axum::resp
             let _: () = redis::cmd("SET")
                 .arg(redis_keys::key_version(&r.user.id, &id))
                 .arg(r.version)
-                .query(&mut redis_conn())
+                .query(&mut *redis_conn())
                 .unwrap();
             Json(r).into_response()
         }
@@ -146,7 +148,7 @@ async fn cp_access(State(cp): State<Arc<Cp>>, Path(id): Path<String>) -> axum::r
     let _: () = redis::cmd("SET")
         .arg(redis_keys::user_version(&id))
         .arg(a.version)
-        .query(&mut redis_conn())
+        .query(&mut *redis_conn())
         .unwrap();
     Json(a).into_response()
 }

@@ -29,7 +29,7 @@ fn publish_placement_change(db: &str) {
     let _: i64 = redis::cmd("PUBLISH")
         .arg("cluster:invalidate")
         .arg(msg)
-        .query(&mut redis_conn())
+        .query(&mut *redis_conn())
         .unwrap();
 }
 
@@ -202,7 +202,7 @@ async fn a_placement_invalidation_is_acknowledged_by_a_live_router() {
         polls += 1;
         let acks: HashMap<String, String> = redis::cmd("HGETALL")
             .arg(placement_acks(&db))
-            .query(&mut redis_conn())
+            .query(&mut *redis_conn())
             .unwrap();
         (!acks.is_empty()).then_some(acks)
     })
@@ -214,12 +214,12 @@ async fn a_placement_invalidation_is_acknowledged_by_a_live_router() {
     assert!(router_id.bytes().all(|b| b.is_ascii_alphanumeric()));
     let ttl: i64 = redis::cmd("TTL")
         .arg(placement_acks(&db))
-        .query(&mut redis_conn())
+        .query(&mut *redis_conn())
         .unwrap();
     assert!((1..=3600).contains(&ttl), "ttl {ttl}");
     let exists: i64 = redis::cmd("EXISTS")
         .arg(placement_acks(&unknown))
-        .query(&mut redis_conn())
+        .query(&mut *redis_conn())
         .unwrap();
     assert_eq!(exists, 0);
 
@@ -228,7 +228,7 @@ async fn a_placement_invalidation_is_acknowledged_by_a_live_router() {
         redis::cmd("ZSCORE")
             .arg(ROUTERS)
             .arg(&router_id)
-            .query::<Option<f64>>(&mut redis_conn())
+            .query::<Option<f64>>(&mut *redis_conn())
             .unwrap()
     })
     .await;

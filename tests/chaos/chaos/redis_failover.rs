@@ -84,7 +84,9 @@ async fn a_redis_master_killed_during_writes() {
     let cp = &cluster().control_plane;
     let owner = Person::new().await;
     let (db, records, _) = small_database(&owner, 3).await;
-    let (doomed_key, doomed_api) = owner.another_key(Access::ReadWrite, DatabaseScope::All).await;
+    let (doomed_key, doomed_api) = owner
+        .another_key(Access::ReadWrite, DatabaseScope::All)
+        .await;
     let member = Person::member(&db, Role::Editor).await;
     let tables = format!("/api/databases/{db}/tables");
     assert_eq!(doomed_api.get(&tables).await.status, 200);
@@ -104,7 +106,9 @@ async fn a_redis_master_killed_during_writes() {
     let stop = Arc::new(AtomicBool::new(false));
     let mut writers = Vec::new();
     for w in 0..WRITERS {
-        let (_, api) = owner.another_key(Access::ReadWrite, DatabaseScope::All).await;
+        let (_, api) = owner
+            .another_key(Access::ReadWrite, DatabaseScope::All)
+            .await;
         let (answers, stop, records) = (answers.clone(), stop.clone(), records.clone());
         writers.push(tokio::spawn(async move {
             let mut n = 0u64;
@@ -112,7 +116,10 @@ async fn a_redis_master_killed_during_writes() {
                 n += 1;
                 let sent = Instant::now();
                 let r = api
-                    .post(&records, json!({"records": [{"fields": {"Name": format!("w{w}-{n}")}}]}))
+                    .post(
+                        &records,
+                        json!({"records": [{"fields": {"Name": format!("w{w}-{n}")}}]}),
+                    )
                     .await;
                 answers.lock().unwrap().push(Answer {
                     sent,
@@ -154,7 +161,10 @@ async fn a_redis_master_killed_during_writes() {
         match master_of(first_port, slot) {
             Some(port) if port != old_master => break port,
             _ => {
-                assert!(Instant::now() < deadline, "no replica took over slot {slot}");
+                assert!(
+                    Instant::now() < deadline,
+                    "no replica took over slot {slot}"
+                );
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
