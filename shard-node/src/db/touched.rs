@@ -6,8 +6,8 @@
 //! tenant database is a schema of a few tables, connector tables and their
 //! indexes, so a pooled session that serves thousands of databases grows
 //! to hold the catalog of thousands of relations (docs/capacity.md, "A
-//! shard with 10,000 databases": about 45 kB per database of three
-//! tables). So each pool counts the distinct databases each of its
+//! shard with 10,000 databases": about 100 to 200 kB per database of
+//! three tables served). So each pool counts the distinct databases each of its
 //! sessions has served ([`Touched::touch`]); once a session has served
 //! more than `SHARD_SESSION_MAX_DATABASES` it is closed at its next
 //! checkout ([`Touched::retire_hook`], a `pre_recycle` hook beside
@@ -79,8 +79,7 @@ impl Touched {
         served.last = now;
         // Past the bound the set stops growing: the session is retired
         // at its next checkout anyway.
-        if served.databases.len() <= self.max_databases && !served.databases.contains(database_id)
-        {
+        if served.databases.len() <= self.max_databases && !served.databases.contains(database_id) {
             served.databases.insert(database_id.into());
         }
         if sessions.len() > self.max_sessions {
