@@ -396,7 +396,33 @@ impl Browser {
     /// Fills the named inputs of `form` and clicks `button`.
     pub async fn submit(&self, form: &str, fields: &[(&str, &str)], button: &str) {
         self.fill(form, fields).await;
+        // A mark on the page we leave: the answer's page has none, so its
+        // status and text are read, not the old page's (a form of
+        // /account/signin posts to /account/signin: the path alone would
+        // not tell the two apart).
+        self.script("window.__leaving = true; return null;").await;
         self.wait_for(button).await.click().await.expect("click");
+        self.wait_for_new_page().await;
+    }
+
+    /// Waits until the page marked by [`Browser::submit`] is replaced and
+    /// the new one has loaded.
+    async fn wait_for_new_page(&self) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let state = self
+                .script("return window.__leaving === true ? 'old' : document.readyState;")
+                .await;
+            if state.as_str() == Some("complete") {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the form's answer never loaded: {}",
+                self.describe().await
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// The script errors recorded on the current page.
@@ -438,19 +464,21 @@ impl Browser {
         format!("{url} (page text: {text:?})")
     }
 
-    /// Waits for one finished download (no `.crdownload` left) and returns its path.
+    /// Waits for one finished download and returns its path: Chromium
+    /// writes into a hidden `.org.chromium.Chromium.*` file, then a
+    /// `.crdownload`, and renames it when the body has all arrived.
     pub async fn downloaded_file(&self) -> PathBuf {
         let deadline = Instant::now() + PATIENCE;
         loop {
             let files = self.download_names();
             let done: Vec<_> = files
                 .iter()
-                .filter(|n| !n.ends_with(".crdownload"))
+                .filter(|n| !n.ends_with(".crdownload") && !n.starts_with('.'))
                 .collect();
             if files.len() == 1 && done.len() == 1 {
                 return self.downloads.join(done[0]);
             }
-            assert!(files.len() <= 1, "more than one download: {files:?}");
+            assert!(done.len() <= 1, "more than one download: {files:?}");
             assert!(
                 Instant::now() < deadline,
                 "no finished download after {PATIENCE:?}: {files:?}"
