@@ -16,14 +16,16 @@ async fn env_of_one_entry() -> Env {
     .await
 }
 
-fn revoke(e: &Env, key_id: &str) {
+fn revoke(e: &Env, user_id: &str, key_id: &str) {
     // What the control plane does: the record gone, the version deleted, an
     // invalidation published.
     e.cp.keys.lock().unwrap().remove(key_id);
     let mut redis = redis_conn();
     let _: () = redis::cmd("DEL")
-        .arg(format!("cluster:key:{key_id}"))
-        .query(&mut redis)
+        .arg(cluster_protocol::control::redis_keys::key_version(
+            user_id, key_id,
+        ))
+        .query(&mut *redis)
         .unwrap();
     let msg = serde_json::to_string(&cluster_protocol::control::redis_keys::Invalidation::Key(
         key_id.to_string(),
@@ -32,24 +34,24 @@ fn revoke(e: &Env, key_id: &str) {
     let _: i64 = redis::cmd("PUBLISH")
         .arg(cluster_protocol::control::redis_keys::INVALIDATION_CHANNEL)
         .arg(msg)
-        .query(&mut redis)
+        .query(&mut *redis)
         .unwrap();
 }
 
 #[tokio::test]
 async fn a_revoked_key_pushed_out_of_a_full_cache_stays_refused() {
     let e = env_of_one_entry().await;
-    let (_, a_id, a) = e.user_with_key(Access::ReadWrite, DatabaseScope::All);
+    let (a_user, a_id, a) = e.user_with_key(Access::ReadWrite, DatabaseScope::All);
     let (_, _, b) = e.user_with_key(Access::ReadWrite, DatabaseScope::All);
     assert_eq!(e.get("/api/meta/whoami", Some(&a)).await.status(), 200);
     // B takes the only place: A is evicted, then revoked while out.
     assert_eq!(e.get("/api/meta/whoami", Some(&b)).await.status(), 200);
-    revoke(&e, &a_id);
+    revoke(&e, &a_user, &a_id);
     assert_eq!(e.get("/api/meta/whoami", Some(&a)).await.status(), 401);
     // Revoked while cached, then pushed out by B, then presented again.
-    let (_, c_id, c) = e.user_with_key(Access::ReadWrite, DatabaseScope::All);
+    let (c_user, c_id, c) = e.user_with_key(Access::ReadWrite, DatabaseScope::All);
     assert_eq!(e.get("/api/meta/whoami", Some(&c)).await.status(), 200);
-    revoke(&e, &c_id);
+    revoke(&e, &c_user, &c_id);
     assert_eq!(e.get("/api/meta/whoami", Some(&b)).await.status(), 200);
     for _ in 0..2 {
         assert_eq!(e.get("/api/meta/whoami", Some(&c)).await.status(), 401);
@@ -102,9 +104,11 @@ async fn evicted_placements_are_read_again_and_cached_access_follows_its_version
         a.version += 1;
     }
     let _: () = redis::cmd("SET")
-        .arg(format!("cluster:user:{user_id}"))
+        .arg(cluster_protocol::control::redis_keys::user_version(
+            &user_id,
+        ))
         .arg(999)
-        .query(&mut redis_conn())
+        .query(&mut *redis_conn())
         .unwrap();
     assert_eq!(e.get(&p1, Some(&token)).await.status(), 404);
     assert_eq!(e.get(&p2, Some(&token)).await.status(), 200);
