@@ -66,14 +66,15 @@ fn unavailable(e: &ClientError) -> Answer {
     resp
 }
 
-/// The control plane's message of a 4xx, or the 503 page.
-fn refusal_of(e: ClientError) -> Result<(StatusCode, String), Answer> {
+/// The control plane's message of a 4xx, or the 503 page (boxed: a
+/// response is large beside the message).
+fn refusal_of(e: ClientError) -> Result<(StatusCode, String), Box<Answer>> {
     match e {
         ClientError::Api { status, body } if (400..500).contains(&status) => Ok((
             StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
             body.message,
         )),
-        e => Err(unavailable(&e)),
+        e => Err(Box::new(unavailable(&e))),
     }
 }
 
@@ -276,7 +277,7 @@ pub async fn signup(state: &AppState, req: http::Request<Incoming>, address: &st
                 let text = html::signup(&token, &req.email, name, Some(&message));
                 page(status, text)
             }
-            Err(resp) => resp,
+            Err(resp) => *resp,
         },
     }
 }
@@ -364,7 +365,7 @@ pub async fn password(state: &AppState, req: http::Request<Incoming>) -> Answer 
             Ok((status, message)) => {
                 account_page(state, &token, status, Some(&message), None).await
             }
-            Err(resp) => resp,
+            Err(resp) => *resp,
         },
     }
 }
@@ -387,7 +388,7 @@ async fn refused_change(state: &AppState, token: &str, e: ClientError) -> Answer
     match refusal_of(e) {
         Ok((StatusCode::UNAUTHORIZED, _)) => signed_out_to_signin(state),
         Ok((status, message)) => account_page(state, token, status, Some(&message), None).await,
-        Err(resp) => resp,
+        Err(resp) => *resp,
     }
 }
 

@@ -71,7 +71,7 @@ pub struct Count {
 /// Whether a count over `limit` refuses; `Some(retry_after_secs)` if so.
 pub fn refused(count: Option<Count>, limit: u64, window: u64) -> Option<u64> {
     let c = count?;
-    (c.n > limit).then(|| if c.ttl_secs == 0 { window } else { c.ttl_secs })
+    (c.n > limit).then_some(if c.ttl_secs == 0 { window } else { c.ttl_secs })
 }
 
 async fn run(limiter: &Limiter, script: &Script, key: [&str; 3], arg: u64) -> Option<Count> {

@@ -288,18 +288,17 @@ impl Db {
     /// its place, so its backend's catalog caches stay bounded.
     pub async fn maintenance_serving(
         &self,
-        client: &mut Object,
+        client: Object,
         database_id: &str,
-    ) -> ApiResult<()> {
-        self.maintenance_touched.touch(client, database_id);
-        if self.maintenance_touched.served(client) <= self.maintenance_touched.max_databases() {
-            return Ok(());
+    ) -> ApiResult<Object> {
+        self.maintenance_touched.touch(&client, database_id);
+        if self.maintenance_touched.served(&client) <= self.maintenance_touched.max_databases() {
+            return Ok(client);
         }
-        let fresh = self.maintenance_client().await?;
-        let old = std::mem::replace(client, fresh);
-        // Out of the pool: dropping it closes the session.
-        drop(Object::take(old));
-        Ok(())
+        // Out of the pool first (dropping it closes the session), so the
+        // fresh one never waits for a slot this one still holds.
+        drop(Object::take(client));
+        self.maintenance_client().await
     }
 
     /// Databases the request session `session` has served (tests).

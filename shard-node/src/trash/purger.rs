@@ -30,7 +30,7 @@ pub async fn purge_expired(db: &Db, retention: Duration) -> ApiResult<u64> {
             let qualified = tenant_schema::table(database_id, table_id)?;
             // One pass opens every table of the shard: the session is
             // renewed every SHARD_SESSION_MAX_DATABASES databases.
-            db.maintenance_serving(&mut client, database_id).await?;
+            client = db.maintenance_serving(client, database_id).await?;
             // The records and their attachments in one transaction, behind
             // the write fence: a database moved away since the listing is
             // skipped (nothing written).
