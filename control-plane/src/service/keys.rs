@@ -1,13 +1,10 @@
 //! API keys: minting, updating, revoking, and answering routers.
 
 use anyhow::Context;
-use argon2::password_hash::{PasswordHasher, SaltString};
-use argon2::Argon2;
 use cluster_protocol::control::{
     CreateKey, CreatedKey, DatabaseScope, KeyInfo, KeyRecord, UpdateKey,
 };
 use cluster_protocol::ids::{self, Kind};
-use rand::RngCore;
 
 use super::{redis_refused, unknown_user};
 use crate::catalog::{keys, users};
@@ -38,22 +35,6 @@ fn validate_scope(scope: &DatabaseScope) -> ApiResult<()> {
     Ok(())
 }
 
-/// argon2id (default parameters) PHC string of `secret`, off the async threads.
-async fn hash_secret(secret: String) -> anyhow::Result<String> {
-    tokio::task::spawn_blocking(move || {
-        let mut salt = [0u8; 16];
-        rand::thread_rng().fill_bytes(&mut salt);
-        let salt =
-            SaltString::encode_b64(&salt).map_err(|e| anyhow::anyhow!("encode salt: {e}"))?;
-        Argon2::default()
-            .hash_password(secret.as_bytes(), &salt)
-            .map(|h| h.to_string())
-            .map_err(|e| anyhow::anyhow!("hash secret: {e}"))
-    })
-    .await
-    .context("join hashing task")?
-}
-
 fn validate_name(raw: &str) -> ApiResult<&str> {
     let name = raw.trim();
     if name.is_empty() || name.chars().count() > MAX_NAME_LEN {
@@ -73,7 +54,7 @@ pub async fn create(state: &AppState, req: CreateKey) -> ApiResult<CreatedKey> {
         .ok_or_else(|| unknown_user(&req.user_id))?;
     let id = ids::new_untagged(Kind::Key);
     let secret = ids::random_token(SECRET_LEN);
-    let secret_hash = hash_secret(secret.clone()).await?;
+    let secret_hash = super::passwords::hash(secret.clone()).await?;
     let new = keys::NewKey {
         id: &id,
         user_id: &user.user.id,

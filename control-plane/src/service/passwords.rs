@@ -65,7 +65,8 @@ pub fn refusal(password: &str) -> Option<String> {
     None
 }
 
-/// argon2id (default parameters) PHC string of `password`.
+/// argon2id (default parameters) PHC string of `password` (or an API
+/// key's secret), off the async threads.
 pub async fn hash(password: String) -> anyhow::Result<String> {
     tokio::task::spawn_blocking(move || {
         let mut salt = [0u8; 16];
