@@ -392,16 +392,24 @@ async fn refused_change(state: &AppState, token: &str, e: ClientError) -> Answer
     }
 }
 
+/// A signed-in key form (mint, edit): its session, fields, access and
+/// databases, or the page that refuses it (400 on the account page for
+/// bad key fields).
+async fn key_form(
+    state: &AppState,
+    req: http::Request<Incoming>,
+) -> Result<(String, Form, Access, DatabaseScope), Answer> {
+    let (token, form) = signed_in_form(state, req).await?;
+    match key_fields(&form) {
+        Ok((access, databases)) => Ok((token, form, access, databases)),
+        Err(m) => Err(account_page(state, &token, StatusCode::BAD_REQUEST, Some(&m), None).await),
+    }
+}
+
 pub async fn mint(state: &AppState, req: http::Request<Incoming>) -> Answer {
-    let (token, form) = match signed_in_form(state, req).await {
+    let (token, form, access, databases) = match key_form(state, req).await {
         Ok(f) => f,
         Err(resp) => return resp,
-    };
-    let (access, databases) = match key_fields(&form) {
-        Ok(f) => f,
-        Err(m) => {
-            return account_page(state, &token, StatusCode::BAD_REQUEST, Some(&m), None).await
-        }
     };
     let req = SessionCreateKey {
         token: token.clone(),
@@ -417,15 +425,9 @@ pub async fn mint(state: &AppState, req: http::Request<Incoming>) -> Answer {
 }
 
 pub async fn edit(state: &AppState, req: http::Request<Incoming>, key_id: &str) -> Answer {
-    let (token, form) = match signed_in_form(state, req).await {
+    let (token, form, access, databases) = match key_form(state, req).await {
         Ok(f) => f,
         Err(resp) => return resp,
-    };
-    let (access, databases) = match key_fields(&form) {
-        Ok(f) => f,
-        Err(m) => {
-            return account_page(state, &token, StatusCode::BAD_REQUEST, Some(&m), None).await
-        }
     };
     let req = SessionUpdateKey {
         token: token.clone(),
