@@ -396,16 +396,21 @@ impl Browser {
     /// Fills the named inputs of `form` and clicks `button`.
     pub async fn submit(&self, form: &str, fields: &[(&str, &str)], button: &str) {
         self.fill(form, fields).await;
-        // A mark on the page we leave: the answer's page has none, so its
-        // status and text are read, not the old page's (a form of
-        // /account/signin posts to /account/signin: the path alone would
-        // not tell the two apart).
+        self.click_to_leave(button).await;
+    }
+
+    /// Clicks `button`, which posts its form, and waits for the answer's
+    /// page. A mark on the page we leave tells the two apart: the answer's
+    /// page has none, so its status and text are read, not the old page's
+    /// (a form of /account posts and lands on /account: the path alone
+    /// would not tell them apart).
+    pub async fn click_to_leave(&self, button: &str) {
         self.script("window.__leaving = true; return null;").await;
         self.wait_for(button).await.click().await.expect("click");
         self.wait_for_new_page().await;
     }
 
-    /// Waits until the page marked by [`Browser::submit`] is replaced and
+    /// Waits until the page marked by [`Browser::click_to_leave`] is replaced and
     /// the new one has loaded.
     async fn wait_for_new_page(&self) {
         let deadline = Instant::now() + PATIENCE;

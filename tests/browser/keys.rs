@@ -84,11 +84,8 @@ async fn a_key_minted_on_the_page_works_until_revoked_there() {
     b.assert_no_script_errors().await;
 
     // Revoked on the page: the next call is 401 and the row is gone.
-    b.wait_for(&format!("{row} form.revoke-key button.revoke"))
-        .await
-        .click()
-        .await
-        .unwrap();
+    b.click_to_leave(&format!("{row} form.revoke-key button.revoke"))
+        .await;
     b.wait_for_path("/account").await;
     b.wait_for("table#keys").await;
     let left = b.find_all(&row).await;
@@ -111,11 +108,7 @@ async fn a_key_narrowed_on_the_page_is_read_only() {
         .select_by_value("read_only")
         .await
         .unwrap();
-    b.wait_for(&format!("{form} button.save"))
-        .await
-        .click()
-        .await
-        .unwrap();
+    b.click_to_leave(&format!("{form} button.save")).await;
     let row = format!("tr.key[data-key-id=\"{id}\"]");
     b.wait_for(&format!("{row} td.key-access")).await;
     assert_eq!(b.text(&format!("{row} td.key-name")).await, "narrowed");
