@@ -91,10 +91,28 @@ fn truncated() -> ApiError {
 }
 
 /// The form's parts; the file's buffer is sized from the declared length
-/// (at most [`MAX_FILE_BYTES`]) so it is not grown by doubling.
+/// (at most [`MAX_FILE_BYTES`]) so it is not grown by doubling. A file over
+/// the limit is refused only once the rest of the form has been read and
+/// dropped ([`drain`]): the router streams the body and reads the answer
+/// once its write is done, so a refusal sent while it still writes would
+/// reach it as a reset connection (a 503) instead of this 400.
 async fn read_form(mut multipart: Multipart, declared: Option<u64>) -> ApiResult<Form> {
     let mut form = Form::default();
-    while let Some(mut field) = multipart.next_field().await.map_err(|_| truncated())? {
+    // Bytes of the form read so far, once the file is known to be too large.
+    let mut refused: Option<u64> = None;
+    loop {
+        let mut field = match multipart.next_field().await {
+            Ok(Some(field)) => field,
+            Ok(None) => break,
+            Err(_) if refused.is_some() => break,
+            Err(_) => return Err(truncated()),
+        };
+        if let Some(seen) = refused.as_mut() {
+            if !drain(&mut field, seen).await {
+                break;
+            }
+            continue;
+        }
         let name = field.name().unwrap_or_default().to_owned();
         match name.as_str() {
             "file" => {
@@ -103,9 +121,19 @@ async fn read_form(mut multipart: Multipart, declared: Option<u64>) -> ApiResult
                 let mut bytes = Vec::with_capacity(expected);
                 while let Some(chunk) = field.chunk().await.map_err(|_| truncated())? {
                     if bytes.len() + chunk.len() > MAX_FILE_BYTES {
-                        return Err(too_large());
+                        let mut seen = (bytes.len() + chunk.len()) as u64;
+                        bytes = Vec::new();
+                        let whole = drain(&mut field, &mut seen).await;
+                        refused = Some(seen);
+                        if !whole {
+                            return Err(too_large());
+                        }
+                        break;
                     }
                     bytes.extend_from_slice(&chunk);
+                }
+                if refused.is_some() {
+                    continue;
                 }
                 form.file = Some((filename, bytes));
             }
@@ -132,5 +160,26 @@ async fn read_form(mut multipart: Multipart, declared: Option<u64>) -> ApiResult
             _ => {}
         }
     }
-    Ok(form)
+    match refused {
+        Some(_) => Err(too_large()),
+        None => Ok(form),
+    }
+}
+
+/// Reads and drops the rest of `field`, counting into `seen`; false when
+/// the form ends badly or passes [`MAX_DECLARED_BYTES`] in all (the node
+/// then answers without reading further, as for a larger declared length).
+async fn drain(field: &mut axum::extract::multipart::Field<'_>, seen: &mut u64) -> bool {
+    loop {
+        match field.chunk().await {
+            Ok(Some(chunk)) => {
+                *seen += chunk.len() as u64;
+                if *seen > MAX_DECLARED_BYTES {
+                    return false;
+                }
+            }
+            Ok(None) => return true,
+            Err(_) => return false,
+        }
+    }
 }

@@ -13,6 +13,7 @@ mod export_limits;
 mod fields;
 mod help;
 mod helpers;
+mod imports;
 mod kept_plans;
 mod metrics;
 mod outbox;
