@@ -15,8 +15,9 @@ use std::sync::{Mutex, MutexGuard};
 
 use lru::LruCache;
 
-// The defaults: 280 to 400 MiB of RSS when all three are full, the rest of
-// the router included (docs/capacity.md, "Router caches"): under 512 MiB.
+// The defaults: 331 MiB of RSS when all three are full and evicting (340 MiB
+// high-water mark), the rest of the router included, measured
+// (docs/capacity.md, "Router caches"): under 512 MiB.
 
 /// `ROUTER_PLACEMENT_CACHE_ENTRIES` when not set.
 pub const DEFAULT_PLACEMENTS: usize = 250_000;
