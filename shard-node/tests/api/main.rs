@@ -18,6 +18,7 @@ mod metrics;
 mod outbox;
 mod placements;
 mod records;
+mod schema_load;
 mod shares;
 mod tables;
 mod time_limits;
