@@ -25,6 +25,14 @@ reports it. TOUCH=N then serves N more databases not served yet, THREADS
 (3) at a time, and reports the memory again (the node after serving
 most of the shard). Prints one JSON line per pass and appends it to
 loadtest/results/capacity/shard10k.jsonl with LABEL.
+
+A2_URL: a second shard node serving the clones' shard (another build of
+it, started by hand with the first one's environment and another
+SHARD_LISTEN): each pass then sends A, A2 (the same request to that node,
+on other databases it has not served either) and B in turn, and reports
+A2 and its ratio to B too: two builds compared in the same minute. The
+used list then holds both nodes' databases (USED_RESET=1 after restarting
+both).
 """
 
 import base64
@@ -167,8 +175,11 @@ def main():
     b = Node(t["url"], env["CLUSTER_SECRET"], fx)
     fresh = [d for d in fx["clones"]["databases"] if d not in used]
     random.shuffle(fresh)
+    a2_url = os.environ.get("A2_URL")
+    a2 = Node(a2_url, env["CLUSTER_SECRET"], fx) if a2_url else None
+    chosen2 = fresh[sample:2 * sample] if a2 else []
     chosen = fresh[:sample]
-    if len(chosen) < sample:
+    if len(chosen) + len(chosen2) < sample * (2 if a2 else 1):
         raise SystemExit(f"only {len(chosen)} clone databases not served yet (USED_RESET=1 after a restart)")
     b_path = f"/api/tables/{items}/records"
 
@@ -178,21 +189,35 @@ def main():
     # One request each so both connections are open and B is warm.
     b.get(t["database_id"], b_path)
     out = []
-    for name, order in (("cold", chosen), ("warm", random.sample(chosen, len(chosen)))):
-        lat_a, lat_b = [], []
+    passes = (("cold", chosen, chosen2),
+              ("warm", random.sample(chosen, len(chosen)), random.sample(chosen2, len(chosen2))))
+    for name, order, order2 in passes:
+        lat_a, lat_a2, lat_b = [], [], []
         started = time.time()
-        for db in order:
+        for i, db in enumerate(order):
+            # With A2, which of A and A2 goes first changes every time.
+            if a2 and i % 2:
+                ms, _ = a2.get(order2[i], a_path(order2[i]))
+                lat_a2.append(ms)
             ms, body = a.get(db, a_path(db))
             lat_a.append(ms)
+            if a2 and not i % 2:
+                ms, _ = a2.get(order2[i], a_path(order2[i]))
+                lat_a2.append(ms)
             ms, _ = b.get(t["database_id"], b_path)
             lat_b.append(ms)
         used.update(chosen)
+        used.update(chosen2)
         json.dump(sorted(used), open(used_path, "w"))
         row = {"label": label, "pass": name, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "A_10k": summary(lat_a), "B_1": summary(lat_b),
                "p99_ratio": round(pct(lat_a, 99) / pct(lat_b, 99), 2),
                "seconds": round(time.time() - started, 1), "page_bytes": len(body),
                "memory": memory(env, fx), "served_before": len(used)}
+        if a2:
+            row["A2_url"] = a2_url
+            row["A2_10k"] = summary(lat_a2)
+            row["A2_p99_ratio"] = round(pct(lat_a2, 99) / pct(lat_b, 99), 2)
         print(json.dumps(row))
         out.append(row)
     touch = int(os.environ.get("TOUCH", "0"))

@@ -149,9 +149,10 @@ pub async fn owner_of(
     c: &impl GenericClient,
     id: &str,
 ) -> Result<Option<String>, tokio_postgres::Error> {
-    let row = c
-        .query_opt("SELECT owner_id FROM databases WHERE id = $1", &[&id])
+    let statement = c
+        .prepare_cached("SELECT owner_id FROM databases WHERE id = $1")
         .await?;
+    let row = c.query_opt(&statement, &[&id]).await?;
     row.map(|r| r.try_get(0)).transpose()
 }
 
@@ -322,11 +323,9 @@ pub async fn schema_version_and_timezone(
     c: &impl GenericClient,
     id: &str,
 ) -> Result<Option<(i64, String)>, tokio_postgres::Error> {
-    let row = c
-        .query_opt(
-            "SELECT schema_version, timezone FROM databases WHERE id = $1",
-            &[&id],
-        )
+    let statement = c
+        .prepare_cached("SELECT schema_version, timezone FROM databases WHERE id = $1")
         .await?;
+    let row = c.query_opt(&statement, &[&id]).await?;
     row.map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).transpose()
 }

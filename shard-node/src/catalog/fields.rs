@@ -38,7 +38,8 @@ pub async fn list_for_database(
         "SELECT {COLUMNS} FROM fields WHERE database_id = $1
          ORDER BY table_id, position, created_at, id"
     );
-    let rows = c.query(&sql, &[&database_id]).await?;
+    let statement = c.prepare_cached(&sql).await?;
+    let rows = c.query(&statement, &[&database_id]).await?;
     let mut out: HashMap<String, Vec<FieldRow>> = HashMap::new();
     for row in &rows {
         let f = from_row(row)?;

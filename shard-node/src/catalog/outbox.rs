@@ -17,14 +17,14 @@ pub async fn rules(
     c: &impl GenericClient,
     database_id: &str,
 ) -> Result<Vec<Rule>, tokio_postgres::Error> {
-    let rows = c
-        .query(
+    let statement = c
+        .prepare_cached(
             "SELECT id, name, table_id, trigger_type, payload_key, is_active,
                     paused_at IS NOT NULL, conditions, watched_field_ids, matches_recorded
              FROM webhooks WHERE database_id = $1 ORDER BY created_at, id",
-            &[&database_id],
         )
         .await?;
+    let rows = c.query(&statement, &[&database_id]).await?;
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
         let trigger: String = r.try_get(3)?;

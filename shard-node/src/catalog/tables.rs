@@ -88,7 +88,8 @@ pub async fn list(
     let sql = format!(
         "SELECT {COLUMNS} FROM tables WHERE database_id = $1 ORDER BY position, created_at, id"
     );
-    let rows = c.query(&sql, &[&database_id]).await?;
+    let statement = c.prepare_cached(&sql).await?;
+    let rows = c.query(&statement, &[&database_id]).await?;
     rows.iter().map(from_row).collect()
 }
 

@@ -253,12 +253,25 @@ fn evict(models: &mut Models, keep: u64) {
 }
 
 /// Loads the model from the catalog: tables, fields and webhooks.
+///
+/// The four reads are prepared once per session and sent together
+/// (tokio-postgres pipelines statements polled at the same time on one
+/// session): one round trip instead of eight on the first request of a
+/// database, the one a shard of many databases mostly serves
+/// (docs/capacity.md, "A shard with 10,000 databases").
 pub async fn load(c: &impl GenericClient, database_id: &str) -> ApiResult<DatabaseSchema> {
-    let (version, timezone) = catalog::databases::schema_version_and_timezone(c, database_id)
-        .await?
-        .ok_or(ApiError::NotFound)?;
-    let tables = catalog::tables::list(c, database_id).await?;
-    let mut fields = catalog::fields::list_for_database(c, database_id).await?;
+    let (version, tables, fields, webhooks) = tokio::try_join!(
+        async {
+            Ok::<_, ApiError>(
+                catalog::databases::schema_version_and_timezone(c, database_id).await?,
+            )
+        },
+        async { Ok::<_, ApiError>(catalog::tables::list(c, database_id).await?) },
+        async { Ok::<_, ApiError>(catalog::fields::list_for_database(c, database_id).await?) },
+        async { Ok::<_, ApiError>(catalog::outbox::rules(c, database_id).await?) },
+    )?;
+    let (version, timezone) = version.ok_or(ApiError::NotFound)?;
+    let mut fields = fields;
     let tables = tables
         .into_iter()
         .map(|t| super::TableSchema {
@@ -272,7 +285,6 @@ pub async fn load(c: &impl GenericClient, database_id: &str) -> ApiResult<Databa
             updated_at: t.updated_at,
         })
         .collect();
-    let webhooks = catalog::outbox::rules(c, database_id).await?;
     Ok(
         DatabaseSchema::new(database_id.to_owned(), version, timezone, tables)
             .with_webhooks(webhooks),

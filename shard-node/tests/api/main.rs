@@ -19,6 +19,7 @@ mod metrics;
 mod outbox;
 mod placements;
 mod records;
+mod schema_load;
 mod shares;
 mod tables;
 mod time_limits;
