@@ -12,7 +12,7 @@ use blobstore::{BlobStore, Variant};
 use bytes::Bytes;
 use chrono::Utc;
 use cluster_protocol::ids::{self, Kind};
-use cluster_protocol::principal::{Principal, Target};
+use cluster_protocol::principal::{Principal, EMPTY_BODY_SHA256};
 use serde_json::json;
 use shard_node::config::DbLimits;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -89,16 +89,7 @@ async fn fixture(url: &str) -> (String, Principal) {
 /// buffer, reads the response head (200), then reads nothing more.
 async fn stalled_export(app: &TestApp, db: &str, p: &Principal) -> TcpStream {
     let path = format!("/api/databases/{db}/export");
-    let target = Target {
-        method: "GET",
-        path_and_query: &path,
-    };
-    let signed = p.sign_request(SECRET.as_bytes(), Utc::now().timestamp(), target, b"");
-    let mut head = format!("GET {path} HTTP/1.1\r\nhost: shard\r\n");
-    for (name, value) in signed.headers() {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
+    let head = signed_head("GET", &path, p, EMPTY_BODY_SHA256, "");
     let socket = TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(16 * 1024).unwrap();
     let mut s = socket.connect(app.addr).await.unwrap();

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use cluster_protocol::control::{Access, Allocation, Role, ShardRef};
 use cluster_protocol::ids;
-use cluster_protocol::principal::Principal;
+use cluster_protocol::principal::{sign_encoded, Principal, SignedRequest, Target};
 use serde_json::Value;
 use shard_node::attachments::settings::AttachmentSettings;
 use shard_node::config::{Config, DbLimits, Secret};
@@ -552,4 +552,36 @@ pub fn assert_ms_timestamp(v: &Value) {
     assert_eq!(s.len(), 24, "{s}");
     assert!(s.ends_with('Z') && s.as_bytes()[19] == b'.', "{s}");
     assert!(chrono::DateTime::parse_from_rfc3339(s).is_ok(), "{s}");
+}
+
+/// The head of a request written by hand on a raw socket (tests of what
+/// the node does to the connection), signed as a router would with
+/// `body_sha256` (`EMPTY_BODY_SHA256` for no body, `STREAMED_BODY` for a
+/// body the router streams); `extra` holds further header lines, each
+/// ending in `\r\n`.
+pub fn signed_head(
+    method: &str,
+    path: &str,
+    p: &Principal,
+    body_sha256: &str,
+    extra: &str,
+) -> String {
+    let now = chrono::Utc::now().timestamp();
+    let target = Target {
+        method,
+        path_and_query: path,
+    };
+    let principal = p.encode();
+    let signed = SignedRequest {
+        signature: sign_encoded(SECRET.as_bytes(), now, target, body_sha256, &principal),
+        principal,
+        timestamp: now.to_string(),
+        body_sha256: body_sha256.to_string(),
+    };
+    let mut head = format!("{method} {path} HTTP/1.1\r\nhost: shard\r\n{extra}");
+    for (name, value) in signed.headers() {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    head
 }

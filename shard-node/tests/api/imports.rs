@@ -5,8 +5,7 @@
 
 use std::time::Duration;
 
-use chrono::Utc;
-use cluster_protocol::principal::{sign_encoded, SignedRequest, Target, STREAMED_BODY};
+use cluster_protocol::principal::STREAMED_BODY;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpSocket;
 
@@ -39,26 +38,16 @@ async fn a_file_over_the_import_limit_is_refused_after_the_whole_form_is_read() 
             .as_bytes(),
     );
 
-    let now = Utc::now().timestamp();
-    let target = Target {
-        method: "POST",
-        path_and_query: &path,
-    };
-    let principal = p.encode();
-    let signed = SignedRequest {
-        signature: sign_encoded(SECRET.as_bytes(), now, target, STREAMED_BODY, &principal),
-        principal,
-        timestamp: now.to_string(),
-        body_sha256: STREAMED_BODY.to_string(),
-    };
-    let mut head = format!(
-        "POST {path} HTTP/1.1\r\nhost: shard\r\nconnection: close\r\ncontent-type: multipart/form-data; boundary={BOUNDARY}\r\ncontent-length: {}\r\n",
-        body.len()
+    let head = signed_head(
+        "POST",
+        &path,
+        &p,
+        STREAMED_BODY,
+        &format!(
+            "connection: close\r\ncontent-type: multipart/form-data; boundary={BOUNDARY}\r\ncontent-length: {}\r\n",
+            body.len()
+        ),
     );
-    for (name, value) in signed.headers() {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
 
     // A small send buffer: the part after the limit cannot sit in the
     // sockets' buffers, it is written only as fast as the node reads it.
