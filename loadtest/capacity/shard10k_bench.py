@@ -47,22 +47,9 @@ import sys
 import time
 import urllib.parse
 
+from common import load_env, pct, summary
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def load_env(path):
-    env = {}
-    for line in open(path):
-        line = line.strip()
-        if line.startswith("export "):
-            line = line[len("export "):]
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        k, v = line.split("=", 1)
-        if v.startswith("'") and v.endswith("'"):
-            v = v[1:-1].replace("'\\''", "'")
-        env[k] = v
-    return env
 
 
 EMPTY = hashlib.sha256(b"").hexdigest()
@@ -103,16 +90,6 @@ class Node:
         if r.status != 200:
             raise SystemExit(f"{path}: {r.status} {body[:300]!r}")
         return ms, body
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return round(xs[min(len(xs) - 1, int(len(xs) * p / 100))], 2)
-
-
-def summary(xs):
-    return {"n": len(xs), "p50": pct(xs, 50), "p90": pct(xs, 90), "p99": pct(xs, 99),
-            "max": round(max(xs), 2), "mean": round(sum(xs) / len(xs), 2)}
 
 
 def rss_kib(pid):

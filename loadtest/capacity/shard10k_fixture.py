@@ -51,6 +51,8 @@ import sys
 import time
 import urllib.request
 
+from common import load_env
+
 ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 TAG_SPACE = 916_132_832
 TAG_MULTIPLIER = 387_420_489
@@ -75,21 +77,6 @@ def tag_for_counter(counter):
         out.append(ALPHABET[n % 62])
         n //= 62
     return "".join(reversed(out))
-
-
-def load_env(path):
-    env = {}
-    for line in open(path):
-        line = line.strip()
-        if line.startswith("export "):
-            line = line[len("export "):]
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        k, v = line.split("=", 1)
-        if v.startswith("'") and v.endswith("'"):
-            v = v[1:-1].replace("'\\''", "'")
-        env[k] = v
-    return env
 
 
 def run(cmd, input=None, env=None):

@@ -57,17 +57,9 @@ import time
 import psycopg
 from psycopg.pq import ExecStatus
 
+from common import pct, summary
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return round(xs[min(len(xs) - 1, int(len(xs) * p / 100))], 2)
-
-
-def summary(xs):
-    return {"n": len(xs), "p50": pct(xs, 50), "p90": pct(xs, 90), "p99": pct(xs, 99),
-            "max": round(max(xs), 2), "mean": round(sum(xs) / len(xs), 2)}
 
 
 def rss_anon_mib(pid):
